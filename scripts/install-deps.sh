@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything steno needs to build and test on Debian 12 (bookworm), from Debian's own packages.
+# Used by the README's quick start and by .ci/run, so the two can never drift apart.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkgconf
+  # C++ libraries (shared/docs/dependencies.md)
+  nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
+  libsndfile1-dev libsoxr-dev libdnnl-dev libopenblas-pthread-dev libhwy-dev
+  libsentencepiece-dev sentencepiece
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # offline Python tooling: reference model, converter, golden files
+  python3 python3-torch python3-numpy python3-yaml python3-sentencepiece
+  # audio fixtures for tests (every codec steno reads)
+  sox flac opus-tools vorbis-tools lame espeak-ng
+)
+
+if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,0 +1,48 @@
+#include "steno/core/allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+namespace steno {
+namespace {
+
+TEST(CpuCachingAllocator, SizeClassesBoundWaste) {
+  EXPECT_EQ(CpuCachingAllocator::size_class(1), 256u);
+  EXPECT_EQ(CpuCachingAllocator::size_class(1024), 1024u);
+  EXPECT_EQ(CpuCachingAllocator::size_class(1025), 1280u);
+  for (size_t n = 300; n < 1'000'000; n = n * 3 / 2 + 7) {
+    const size_t c = CpuCachingAllocator::size_class(n);
+    EXPECT_GE(c, n);
+    EXPECT_LE(c, n + n / 4 + 1);
+  }
+}
+
+TEST(CpuCachingAllocator, ReusesFreedBlocksAndAligns) {
+  CpuCachingAllocator alloc;
+  void* a = alloc.allocate(1000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  alloc.deallocate(a, 1000);
+  void* b = alloc.allocate(990);  // same size class
+  EXPECT_EQ(a, b);
+  PoolStats s = alloc.stats();
+  EXPECT_EQ(s.allocations, 2u);
+  EXPECT_EQ(s.cache_hits, 1u);
+  EXPECT_EQ(s.bytes_in_use, CpuCachingAllocator::size_class(990));
+  alloc.deallocate(b, 990);
+  EXPECT_EQ(alloc.stats().bytes_in_use, 0u);
+  alloc.release_cached();
+  EXPECT_EQ(alloc.stats().bytes_cached, 0u);
+}
+
+TEST(CpuCachingAllocator, CacheIsBounded) {
+  CpuCachingAllocator alloc(4096);
+  void* a = alloc.allocate(4096);
+  void* b = alloc.allocate(4096);
+  alloc.deallocate(a, 4096);
+  alloc.deallocate(b, 4096);  // over the bound: freed, not cached
+  EXPECT_EQ(alloc.stats().bytes_cached, 4096u);
+}
+
+}  // namespace
+}  // namespace steno
