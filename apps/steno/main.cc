@@ -1,2 +1,31 @@
+// steno: speech to text. One binary, one subcommand per job.
 #include <cstdio>
-int main() { std::puts("steno"); return 0; }
+
+#include "commands.h"
+#include "steno/core/error.h"
+#include "steno/core/logging.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"steno: speech-to-text for FastConformer-TDT (Parakeet) models"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "steno 0.1.0");
+  std::string log_level = "warn";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off (env STENO_LOG_LEVEL wins)");
+
+  const steno::cli::Run transcribe = steno::cli::add_transcribe_command(app);
+  const steno::cli::Run model = steno::cli::add_model_command(app);
+
+  CLI11_PARSE(app, argc, argv);
+  steno::init_logging(log_level);
+  try {
+    if (app.got_subcommand("transcribe")) return transcribe();
+    if (app.got_subcommand("model")) return model();
+  } catch (const steno::Error& e) {
+    std::fprintf(stderr, "steno: %s\n", e.what());
+    return e.code() == steno::ErrorCode::kInternal ? 70 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "steno: unexpected error: %s\n", e.what());
+    return 70;
+  }
+  return 2;
+}

@@ -1,0 +1,19 @@
+// The `steno` subcommands. Each registers its options on the CLI11 app and returns the function that runs it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace steno::cli {
+
+using Run = std::function<int()>;
+
+Run add_transcribe_command(CLI::App& app);
+Run add_model_command(CLI::App& app);
+
+// The model used when --model is not given: $STENO_MODEL, else the bundled model beside the binary or in the
+// source tree. Throws kNotFound with advice when there is none.
+std::string default_model_dir();
+
+}  // namespace steno::cli

@@ -1,0 +1,28 @@
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "commands.h"
+#include "steno/core/error.h"
+
+namespace steno::cli {
+
+namespace fs = std::filesystem;
+
+std::string default_model_dir() {
+  if (const char* env = std::getenv("STENO_MODEL"); env && *env) return env;
+  // The bundled model: next to an installed binary (<prefix>/share/steno/models) or in the source tree.
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back(exe.parent_path() / "../share/steno/models/default");
+  candidates.push_back(fs::path(STENO_SOURCE_DIR) / "models/default");
+  for (const auto& c : candidates)
+    if (fs::exists(c / "config.json")) return fs::weakly_canonical(c).string();
+  fail(ErrorCode::kNotFound,
+       "no --model given, $STENO_MODEL is unset, and there is no bundled model (models/default); convert a NeMo "
+       "checkpoint with tools/convert_nemo.py or make one with `steno model random`");
+}
+
+}  // namespace steno::cli

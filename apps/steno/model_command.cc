@@ -1,0 +1,48 @@
+// `steno model info DIR` and `steno model random --like CONFIG_OR_DIR --out DIR`.
+#include <cstdio>
+
+#include "commands.h"
+#include "steno/asr/random_model.h"
+#include "steno/core/dtype.h"
+
+namespace steno::cli {
+namespace {
+
+struct ModelOptions {
+  std::string dir;
+  std::string like, out, dtype = "f32";
+  uint64_t seed = 0;
+};
+
+}  // namespace
+
+Run add_model_command(CLI::App& app) {
+  auto opt = std::make_shared<ModelOptions>();
+  CLI::App* cmd = app.add_subcommand("model", "Inspect model directories or make random-weight ones");
+  cmd->require_subcommand(1);
+  CLI::App* info = cmd->add_subcommand("info", "Describe a model directory (reads headers only)");
+  info->add_option("dir", opt->dir, "Model directory")->required();
+  CLI::App* random = cmd->add_subcommand(
+      "random", "Write a model with the shapes of a config and random weights (for benchmarks of models whose "
+                "weights are not at hand)");
+  random->add_option("--like", opt->like, "A config.json-style file (e.g. configs/parakeet-tdt-0.6b-v2.json) or a model directory")
+      ->required();
+  random->add_option("--out", opt->out, "Output directory")->required();
+  random->add_option("--seed", opt->seed, "Random seed");
+  random->add_option("--dtype", opt->dtype, "Weight storage: f32, f16 or bf16");
+  return [opt, info, random]() -> int {
+    if (info->parsed()) {
+      std::printf("%s\n", asr::describe_model(opt->dir).c_str());
+      return 0;
+    }
+    if (random->parsed()) {
+      const asr::ModelTemplate like = asr::load_model_like(opt->like);
+      asr::write_random_model(like.config, opt->out, opt->seed, parse_dtype(opt->dtype), like.tokenizer);
+      std::printf("%s\n", asr::describe_model(opt->out).c_str());
+      return 0;
+    }
+    return 2;
+  };
+}
+
+}  // namespace steno::cli

@@ -1,0 +1,63 @@
+// The FastConformer encoder (NeMo's ConformerEncoder with dw_striding subsampling), parakeet-architecture.md §3.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "steno/asr/model_config.h"
+#include "steno/core/tensor.h"
+#include "steno/ops/attention.h"
+#include "steno/ops/context.h"
+
+namespace steno::asr {
+
+class WeightStore;
+
+// Everything an encoder run produces. `layer_outputs` is filled only when asked for (tests, debugging).
+struct EncoderOutput {
+  Tensor encoded;                // [B, T, d_model]
+  std::vector<int64_t> lengths;  // valid frames per clip
+  Tensor pre_encode;             // [B, T, d_model], the subsampling output (before xscaling)
+  std::vector<Tensor> layer_outputs;
+};
+
+class ConformerEncoder {
+ public:
+  // Reads the encoder.* weights (NeMo names) from `weights`, folding each conv module's batch norm into its
+  // depthwise convolution. `masked_subsampling`: NeMo >= 2.5 zeroes padded frames before every subsampling
+  // layer. `window`: the attention span ({-1,-1} full, {w,w} NeMo's rel_pos_local_attn).
+  ConformerEncoder(const EncoderConfig& config, bool masked_subsampling, ops::AttentionWindow window,
+                   const WeightStore& weights);
+  ~ConformerEncoder();
+  ConformerEncoder(ConformerEncoder&&) noexcept;
+
+  const EncoderConfig& config() const { return config_; }
+  ops::AttentionWindow attention_window() const { return window_; }
+  // Encoder frames for `feature_frames` valid feature frames (ceil(N / 2) per stride-2 stage).
+  int64_t output_length(int64_t feature_frames) const;
+
+  // features [B, F, feat_in] (time-major, zero past each length) -> EncoderOutput.
+  EncoderOutput forward(ops::Context& ctx, const Tensor& features, const std::vector<int64_t>& lengths,
+                        bool keep_layer_outputs = false) const;
+
+  // The relative positional table NeMo builds for relative positions R..-R: [2R+1, d_model].
+  static Tensor relative_positions(int64_t max_relative, int d_model);
+
+ private:
+  struct Layer;
+  struct Subsampling;
+  Tensor subsample(ops::Context& ctx, const Tensor& features, std::vector<int64_t>& lengths) const;
+  void run_layer(ops::Context& ctx, const Layer& layer, Tensor& x, const Tensor& pos,
+                 const std::vector<int64_t>& lengths) const;
+
+  EncoderConfig config_;
+  bool masked_subsampling_;
+  ops::AttentionWindow window_;
+  std::unique_ptr<Subsampling> subsampling_;
+  std::vector<Layer> layers_;
+};
+
+}  // namespace steno::asr

@@ -1,0 +1,48 @@
+// A loaded FastConformer-TDT model: its configuration and the immutable parts built from its weights. One
+// AsrModel is shared read-only by every executor in a process; per-request state lives in the Transcriber's
+// calls, never here.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "steno/asr/encoder.h"
+#include "steno/asr/features.h"
+#include "steno/asr/model_config.h"
+#include "steno/asr/tdt_decoder.h"
+#include "steno/asr/tokenizer.h"
+
+namespace steno::asr {
+
+struct ModelOverrides {
+  // Replaces the config's attention with banded local attention of this half-width (NeMo's
+  // rel_pos_local_attn [w, w]); 0 keeps the model's own. Same weights; cost linear in the audio length.
+  int local_attention = 0;
+};
+
+class AsrModel {
+ public:
+  // Loads `dir` (config.json, model.safetensors, tokenizer.model). Errors name the file or tensor at fault.
+  static std::shared_ptr<const AsrModel> load(const std::string& dir, const ModelOverrides& overrides = {});
+
+  const ModelConfig& config() const { return config_; }
+  const std::string& directory() const { return dir_; }
+  const FeatureExtractor& features() const { return *features_; }
+  const ConformerEncoder& encoder() const { return *encoder_; }
+  const TdtDecoder& decoder() const { return *decoder_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // Seconds per encoder frame: subsampling factor x window stride (0.08 s for Parakeet).
+  double frame_seconds() const;
+  int sample_rate() const { return features_->config().sample_rate; }
+
+ private:
+  AsrModel() = default;
+  std::string dir_;
+  ModelConfig config_;
+  std::unique_ptr<FeatureExtractor> features_;
+  std::unique_ptr<ConformerEncoder> encoder_;
+  std::unique_ptr<TdtDecoder> decoder_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+}  // namespace steno::asr

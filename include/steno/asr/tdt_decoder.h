@@ -1,0 +1,50 @@
+// The TDT transducer's prediction network (LSTM), joint network, and batched greedy label-looping decoding,
+// exactly as NeMo's GreedyBatchedTDTLabelLoopingComputer (parakeet-architecture.md §6, §7).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "steno/asr/model_config.h"
+#include "steno/core/tensor.h"
+#include "steno/ops/context.h"
+
+namespace steno::asr {
+
+class WeightStore;
+
+struct Hypothesis {
+  std::vector<int> tokens;
+  std::vector<int> timestamps;  // encoder frame each token was emitted at
+  std::vector<int> durations;   // the duration value chosen with each token
+  // Filled only when alignments are asked for: the joint output of every decoding step, with the label and
+  // frame it decided (blank steps included).
+  std::vector<std::vector<float>> step_logits;
+  std::vector<int> step_labels, step_frames;
+};
+
+struct DecodeStats {
+  int64_t steps = 0;          // joint evaluations across the batch (one per element and inner-loop step)
+  int64_t lstm_updates = 0;   // prediction-network steps across the batch
+};
+
+class TdtDecoder {
+ public:
+  // Reads decoder.* and joint.* weights; uses config.decoder, .joint and .decoding.
+  TdtDecoder(const ModelConfig& config, const WeightStore& weights);
+
+  int blank_id() const { return vocab_size_; }
+
+  // encoded [B, T, d_model] with valid lengths -> one hypothesis per clip.
+  std::vector<Hypothesis> decode(ops::Context& ctx, const Tensor& encoded, const std::vector<int64_t>& lengths,
+                                 bool keep_alignments = false, DecodeStats* stats = nullptr) const;
+
+ private:
+  int vocab_size_, joint_hidden_, max_symbols_;
+  std::vector<int> durations_;
+  Tensor embed_;                                 // [V+1, P]; row V (blank) is the zero SOS input
+  std::vector<Tensor> w_ih_, w_hh_, b_ih_, b_hh_;  // per LSTM layer
+  Tensor enc_w_, enc_b_, pred_w_, pred_b_, out_w_, out_b_;
+};
+
+}  // namespace steno::asr

@@ -1,0 +1,41 @@
+// The pipeline: a batch of 16 kHz mono clips in, transcripts out (features -> encoder -> TDT decoding ->
+// detokenisation), with per-stage timings.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "steno/asr/model.h"
+#include "steno/asr/transcript.h"
+#include "steno/ops/context.h"
+
+namespace steno::asr {
+
+struct StageTimings {
+  double features_ms = 0;
+  double encoder_ms = 0;
+  double decoder_ms = 0;
+  double detokenize_ms = 0;
+  int64_t decoder_steps = 0;  // joint evaluations, summed over the batch
+  double total_ms() const { return features_ms + encoder_ms + decoder_ms + detokenize_ms; }
+  StageTimings& operator+=(const StageTimings& o);
+};
+
+class Transcriber {
+ public:
+  Transcriber(std::shared_ptr<const AsrModel> model, ops::Context& ctx) : model_(std::move(model)), ctx_(ctx) {}
+
+  const AsrModel& model() const { return *model_; }
+
+  // Transcribes the clips as one padded batch. Clips too short to give a single encoder frame get an empty
+  // transcript. `timings`, when given, receives this batch's stage timings.
+  std::vector<Transcript> transcribe(const std::vector<std::span<const float>>& clips,
+                                     StageTimings* timings = nullptr);
+
+ private:
+  std::shared_ptr<const AsrModel> model_;
+  ops::Context& ctx_;
+};
+
+}  // namespace steno::asr

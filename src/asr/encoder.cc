@@ -1,0 +1,259 @@
+#include "steno/asr/encoder.h"
+
+#include <array>
+#include <cmath>
+
+#include "steno/asr/weight_store.h"
+#include "steno/ops/activation.h"
+#include "steno/ops/conv.h"
+#include "steno/ops/elementwise.h"
+#include "steno/ops/gemm.h"
+#include "steno/ops/norm.h"
+
+namespace steno::asr {
+namespace {
+
+constexpr float kNormEps = 1e-5f;  // every LayerNorm and the conv module's BatchNorm
+
+struct LayerNormWeights {
+  Tensor gamma, beta;
+};
+
+LayerNormWeights load_norm(const WeightStore& w, const std::string& name) {
+  return {w.get(name + ".weight"), w.get(name + ".bias")};
+}
+
+Tensor optional(const WeightStore& w, const std::string& name) { return w.has(name) ? w.get(name) : Tensor(); }
+
+// A stride-2 (or 1) stage's length update: NeMo's calc_length with kernel 3, padding 1.
+int64_t conv_out_length(int64_t len, int stride) { return stride == 1 ? len : (len + 2 - 3) / 2 + 1; }
+
+}  // namespace
+
+struct ConformerEncoder::Subsampling {
+  // conv.0 (1 -> C, 3x3, stride 2); then per further stage: depthwise 3x3 stride 2 and pointwise 1x1.
+  Tensor conv0_w, conv0_b;
+  std::vector<std::array<Tensor, 4>> stages;  // dw_w, dw_b, pw_w, pw_b
+  Tensor out_w, out_b;
+};
+
+struct ConformerEncoder::Layer {
+  LayerNormWeights norm_ff1, norm_att, norm_conv, norm_ff2, norm_out;
+  Tensor ff1_w1, ff1_b1, ff1_w2, ff1_b2, ff2_w1, ff2_b1, ff2_w2, ff2_b2;
+  Tensor q_w, q_b, k_w, k_b, v_w, v_b, out_w, out_b, pos_w, pos_bias_u, pos_bias_v;
+  Tensor pw1_w, pw1_b, dw_w, dw_b, pw2_w, pw2_b;  // dw_* with the batch norm folded in
+};
+
+ConformerEncoder::~ConformerEncoder() = default;
+ConformerEncoder::ConformerEncoder(ConformerEncoder&&) noexcept = default;
+
+ConformerEncoder::ConformerEncoder(const EncoderConfig& config, bool masked_subsampling, ops::AttentionWindow window,
+                                   const WeightStore& w)
+    : config_(config),
+      masked_subsampling_(masked_subsampling),
+      window_(window),
+      subsampling_(std::make_unique<Subsampling>()) {
+  STENO_CHECK(config.d_model % config.n_heads == 0, "encoder: n_heads {} must divide d_model {}", config.n_heads,
+              config.d_model);
+  const int stages = static_cast<int>(std::lround(std::log2(config.subsampling_factor)));
+  STENO_CHECK(stages >= 1 && (1 << stages) == config.subsampling_factor,
+              "encoder: dw_striding needs a power-of-two subsampling factor, got {}", config.subsampling_factor);
+  const std::string pre = "encoder.pre_encode.";
+  auto& sub = *subsampling_;
+  sub.conv0_w = w.get(pre + "conv.0.weight");
+  sub.conv0_b = w.get(pre + "conv.0.bias");
+  for (int s = 1; s < stages; ++s) {
+    const int dw = 3 * s - 1, pw = 3 * s;  // conv.2/conv.3, conv.5/conv.6, ...
+    sub.stages.push_back({w.get(pre + "conv." + std::to_string(dw) + ".weight"),
+                          w.get(pre + "conv." + std::to_string(dw) + ".bias"),
+                          w.get(pre + "conv." + std::to_string(pw) + ".weight"),
+                          w.get(pre + "conv." + std::to_string(pw) + ".bias")});
+  }
+  sub.out_w = w.get(pre + "out.weight");
+  sub.out_b = w.get(pre + "out.bias");
+
+  const int d = config.d_model, k = config.conv_kernel_size;
+  for (int i = 0; i < config.n_layers; ++i) {
+    const std::string p = "encoder.layers." + std::to_string(i) + ".";
+    Layer L;
+    L.norm_ff1 = load_norm(w, p + "norm_feed_forward1");
+    L.norm_att = load_norm(w, p + "norm_self_att");
+    L.norm_conv = load_norm(w, p + "norm_conv");
+    L.norm_ff2 = load_norm(w, p + "norm_feed_forward2");
+    L.norm_out = load_norm(w, p + "norm_out");
+    L.ff1_w1 = w.get(p + "feed_forward1.linear1.weight");
+    L.ff1_b1 = optional(w, p + "feed_forward1.linear1.bias");
+    L.ff1_w2 = w.get(p + "feed_forward1.linear2.weight");
+    L.ff1_b2 = optional(w, p + "feed_forward1.linear2.bias");
+    L.ff2_w1 = w.get(p + "feed_forward2.linear1.weight");
+    L.ff2_b1 = optional(w, p + "feed_forward2.linear1.bias");
+    L.ff2_w2 = w.get(p + "feed_forward2.linear2.weight");
+    L.ff2_b2 = optional(w, p + "feed_forward2.linear2.bias");
+    const std::string a = p + "self_attn.";
+    L.q_w = w.get(a + "linear_q.weight");
+    L.q_b = optional(w, a + "linear_q.bias");
+    L.k_w = w.get(a + "linear_k.weight");
+    L.k_b = optional(w, a + "linear_k.bias");
+    L.v_w = w.get(a + "linear_v.weight");
+    L.v_b = optional(w, a + "linear_v.bias");
+    L.out_w = w.get(a + "linear_out.weight");
+    L.out_b = optional(w, a + "linear_out.bias");
+    L.pos_w = w.get(a + "linear_pos.weight");
+    L.pos_bias_u = w.get(a + "pos_bias_u");
+    L.pos_bias_v = w.get(a + "pos_bias_v");
+    const std::string c = p + "conv.";
+    L.pw1_w = w.get(c + "pointwise_conv1.weight").reshape({2 * d, d});
+    L.pw1_b = optional(w, c + "pointwise_conv1.bias");
+    L.pw2_w = w.get(c + "pointwise_conv2.weight").reshape({d, d});
+    L.pw2_b = optional(w, c + "pointwise_conv2.bias");
+    // Fold BatchNorm (running statistics) into the depthwise conv: one op less per layer at run time.
+    L.dw_w = w.get(c + "depthwise_conv.weight").reshape({d, k}).clone();
+    L.dw_b = w.has(c + "depthwise_conv.bias") ? w.get(c + "depthwise_conv.bias").clone() : Tensor();
+    const std::string bn = c + "batch_norm.";
+    ops::fold_batch_norm(L.dw_w, L.dw_b, w.get(bn + "running_mean"), w.get(bn + "running_var"),
+                         w.get(bn + "weight"), w.get(bn + "bias"), kNormEps);
+    layers_.push_back(std::move(L));
+  }
+}
+
+int64_t ConformerEncoder::output_length(int64_t feature_frames) const {
+  int64_t len = feature_frames;
+  for (int f = config_.subsampling_factor; f > 1; f /= 2) len = conv_out_length(len, 2);
+  return len;
+}
+
+Tensor ConformerEncoder::relative_positions(int64_t max_relative, int d_model) {
+  // NeMo's RelPositionalEncoding.create_pe in fp32: rows for positions +R .. -R.
+  const int64_t rows = 2 * max_relative + 1;
+  Tensor pe = Tensor::empty({rows, d_model});
+  float* p = pe.data<float>();
+  const float neg_log_ratio = static_cast<float>(-(std::log(10000.0) / d_model));
+  for (int i = 0; i < d_model; i += 2) {
+    const float div = std::exp(static_cast<float>(i) * neg_log_ratio);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float angle = static_cast<float>(max_relative - r) * div;
+      p[r * d_model + i] = std::sin(angle);
+      if (i + 1 < d_model) p[r * d_model + i + 1] = std::cos(angle);
+    }
+  }
+  return pe;
+}
+
+Tensor ConformerEncoder::subsample(ops::Context& ctx, const Tensor& features, std::vector<int64_t>& lengths) const {
+  const auto& sub = *subsampling_;
+  const int64_t batch = features.dim(0);
+  const bool mask = masked_subsampling_;
+  Tensor x = features.reshape({batch, 1, features.dim(1), features.dim(2)});
+  if (mask) {
+    x = x.clone();
+    ops::zero_padded_frames(ctx, x, 2, lengths);
+  }
+  auto conv = [&](const Tensor& in, const Tensor& w, const Tensor& b, int stride, int pad, int groups) {
+    const int64_t h = (in.dim(2) + 2 * pad - w.dim(2)) / stride + 1;
+    const int64_t wd = (in.dim(3) + 2 * pad - w.dim(3)) / stride + 1;
+    Tensor y = ctx.scratch({batch, w.dim(0), h, wd});
+    ops::conv2d(ctx, in, w, b, y, stride, stride, pad, pad, groups);
+    return y;
+  };
+  auto shrink = [&] {
+    for (auto& len : lengths) len = conv_out_length(len, 2);
+  };
+
+  x = conv(x, sub.conv0_w, sub.conv0_b, 2, 1, 1);
+  shrink();
+  if (mask) ops::zero_padded_frames(ctx, x, 2, lengths);
+  ops::relu(ctx, x, x);
+  for (const auto& [dw_w, dw_b, pw_w, pw_b] : sub.stages) {
+    x = conv(x, dw_w, dw_b, 2, 1, static_cast<int>(x.dim(1)));
+    shrink();
+    if (mask) ops::zero_padded_frames(ctx, x, 2, lengths);
+    x = conv(x, pw_w, pw_b, 1, 0, 1);
+    if (mask) ops::zero_padded_frames(ctx, x, 2, lengths);
+    ops::relu(ctx, x, x);
+  }
+  // [B, C, T, F] -> [B, T, C*F] (channel-major flattening), then the output projection.
+  const int64_t c = x.dim(1), t = x.dim(2), f = x.dim(3);
+  Tensor flat = ctx.scratch({batch, t, c * f});
+  const float* src = x.data<float>();
+  float* dst = flat.data<float>();
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t ti = 0; ti < t; ++ti)
+        std::copy_n(src + ((b * c + ci) * t + ti) * f, f, dst + (b * t + ti) * c * f + ci * f);
+  Tensor out = ctx.scratch({batch, t, sub.out_w.dim(0)});
+  ops::linear(ctx, flat, sub.out_w, sub.out_b, out);
+  return out;
+}
+
+void ConformerEncoder::run_layer(ops::Context& ctx, const Layer& L, Tensor& x, const Tensor& pos,
+                                 const std::vector<int64_t>& lengths) const {
+  const int64_t batch = x.dim(0), t = x.dim(1), d = x.dim(2);
+  Tensor h = ctx.scratch({batch, t, d});
+  Tensor wide = ctx.scratch({batch, t, L.ff1_w1.dim(0)});
+  auto feed_forward = [&](const LayerNormWeights& norm, const Tensor& w1, const Tensor& b1, const Tensor& w2,
+                          const Tensor& b2) {
+    ops::layer_norm(ctx, x, norm.gamma, norm.beta, kNormEps, h);
+    ops::linear(ctx, h, w1, b1, wide);
+    ops::silu(ctx, wide, wide);
+    ops::linear(ctx, wide, w2, b2, h);
+    ops::add(ctx, x, h, 0.5f, x);  // macaron: half-step residual
+  };
+
+  feed_forward(L.norm_ff1, L.ff1_w1, L.ff1_b1, L.ff1_w2, L.ff1_b2);
+
+  // Relative-position self-attention.
+  ops::layer_norm(ctx, x, L.norm_att.gamma, L.norm_att.beta, kNormEps, h);
+  Tensor q = ctx.scratch({batch, t, d}), k = ctx.scratch({batch, t, d}), v = ctx.scratch({batch, t, d});
+  ops::linear(ctx, h, L.q_w, L.q_b, q);
+  ops::linear(ctx, h, L.k_w, L.k_b, k);
+  ops::linear(ctx, h, L.v_w, L.v_b, v);
+  Tensor p = ctx.scratch({pos.dim(0), d});
+  ops::linear(ctx, pos, L.pos_w, Tensor(), p);
+  Tensor att = ctx.scratch({batch, t, d});
+  ops::rel_pos_attention(ctx, q, k, v, p, L.pos_bias_u, L.pos_bias_v, lengths, window_, att);
+  ops::linear(ctx, att, L.out_w, L.out_b, h);
+  ops::add(ctx, x, h, 1.0f, x);
+
+  // Convolution module: pointwise -> GLU -> (mask) -> depthwise with folded BN -> SiLU -> pointwise.
+  ops::layer_norm(ctx, x, L.norm_conv.gamma, L.norm_conv.beta, kNormEps, h);
+  Tensor glu_in = ctx.scratch({batch, t, 2 * d});
+  ops::linear(ctx, h, L.pw1_w, L.pw1_b, glu_in);
+  Tensor gated = ctx.scratch({batch, t, d});
+  ops::glu(ctx, glu_in, gated);
+  ops::zero_padded_frames(ctx, gated, 1, lengths);
+  const int pad = (config_.conv_kernel_size - 1) / 2;
+  ops::depthwise_conv1d(ctx, gated, L.dw_w, L.dw_b, h, pad, config_.conv_kernel_size - 1 - pad);
+  ops::silu(ctx, h, h);
+  ops::linear(ctx, h, L.pw2_w, L.pw2_b, gated);
+  ops::add(ctx, x, gated, 1.0f, x);
+
+  feed_forward(L.norm_ff2, L.ff2_w1, L.ff2_b1, L.ff2_w2, L.ff2_b2);
+  ops::layer_norm(ctx, x, L.norm_out.gamma, L.norm_out.beta, kNormEps, x);
+}
+
+EncoderOutput ConformerEncoder::forward(ops::Context& ctx, const Tensor& features,
+                                        const std::vector<int64_t>& lengths, bool keep_layer_outputs) const {
+  STENO_CHECK(features.rank() == 3 && features.dim(2) == config_.feat_in,
+              "encoder: features must be [B, frames, {}], got {}", config_.feat_in, shape_str(features.shape()));
+  STENO_CHECK(static_cast<int64_t>(lengths.size()) == features.dim(0), "encoder: {} lengths for a batch of {}",
+              lengths.size(), features.dim(0));
+  EncoderOutput out;
+  out.lengths = lengths;
+  Tensor x = subsample(ctx, features, out.lengths);
+  if (keep_layer_outputs) out.pre_encode = x.clone();
+  if (config_.xscaling) ops::scale(ctx, x, std::sqrt(static_cast<float>(config_.d_model)));
+
+  const int64_t t = x.dim(1);
+  const auto& win = window_;
+  const int64_t max_rel = (win.left < 0 || win.right < 0) ? std::max<int64_t>(t - 1, 0)
+                                                          : std::max(win.left, win.right);
+  const Tensor pos = relative_positions(max_rel, config_.d_model);
+  for (const auto& layer : layers_) {
+    run_layer(ctx, layer, x, pos, out.lengths);
+    if (keep_layer_outputs) out.layer_outputs.push_back(x.clone());
+  }
+  out.encoded = x;
+  return out;
+}
+
+}  // namespace steno::asr

@@ -1,0 +1,42 @@
+#include "steno/asr/model.h"
+
+#include <filesystem>
+
+#include "steno/asr/weight_store.h"
+#include "steno/core/logging.h"
+
+namespace steno::asr {
+
+namespace fs = std::filesystem;
+
+std::shared_ptr<const AsrModel> AsrModel::load(const std::string& dir, const ModelOverrides& overrides) {
+  if (!fs::is_directory(dir)) fail(ErrorCode::kNotFound, "model directory not found: {}", dir);
+  std::shared_ptr<AsrModel> m(new AsrModel());
+  m->dir_ = fs::weakly_canonical(dir).string();
+  m->config_ = ModelConfig::load(dir);
+  const ModelConfig& cfg = m->config_;
+  const WeightStore weights = WeightStore::open(fs::path(dir) / "model.safetensors", cfg);
+
+  const Tensor fb = weights.has("preprocessor.featurizer.fb") ? weights.get("preprocessor.featurizer.fb") : Tensor();
+  const Tensor window =
+      weights.has("preprocessor.featurizer.window") ? weights.get("preprocessor.featurizer.window") : Tensor();
+  m->features_ = std::make_unique<FeatureExtractor>(cfg.preprocessor, fb, window);
+
+  ops::AttentionWindow attention{cfg.encoder.att_context_size[0], cfg.encoder.att_context_size[1]};
+  if (overrides.local_attention > 0) attention = {overrides.local_attention, overrides.local_attention};
+  const bool masked = cfg.preprocessor.frontend_version == FrontendVersion::kNeMo25;
+  m->encoder_ = std::make_unique<ConformerEncoder>(cfg.encoder, masked, attention, weights);
+  m->decoder_ = std::make_unique<TdtDecoder>(cfg, weights);
+  m->tokenizer_ = std::make_unique<Tokenizer>((fs::path(dir) / cfg.tokenizer.model).string());
+  STENO_CHECK(m->tokenizer_->vocab_size() == cfg.decoder.vocab_size,
+              "{}: tokenizer has {} pieces but decoder.vocab_size is {}", dir, m->tokenizer_->vocab_size(),
+              cfg.decoder.vocab_size);
+  spdlog::info("loaded model {}: {}", m->dir_, cfg.summary());
+  return m;
+}
+
+double AsrModel::frame_seconds() const {
+  return config_.encoder.subsampling_factor * config_.preprocessor.window_stride;
+}
+
+}  // namespace steno::asr

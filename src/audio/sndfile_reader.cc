@@ -1,0 +1,141 @@
+#include "sndfile_reader.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "steno/core/error.h"
+
+namespace steno::audio {
+namespace {
+
+// libsndfile keeps the error of a failed open in a process-wide variable; serialise opens so that concurrent
+// requests each read their own error message.
+std::mutex g_open_mutex;
+
+MemoryCursor& cursor(void* user) { return *static_cast<MemoryCursor*>(user); }
+
+sf_count_t io_get_filelen(void* user) { return static_cast<sf_count_t>(cursor(user).bytes.size()); }
+
+sf_count_t io_seek(sf_count_t offset, int whence, void* user) {
+  MemoryCursor& m = cursor(user);
+  int64_t base = 0;
+  if (whence == SEEK_CUR) base = m.pos;
+  else if (whence == SEEK_END) base = static_cast<int64_t>(m.bytes.size());
+  else if (whence != SEEK_SET) return -1;
+  // Positions outside [0, 2^62] are refused rather than overflowed; past the end is allowed (reads return 0).
+  if (offset < -base || offset > (int64_t{1} << 62) - base) return -1;
+  m.pos = base + offset;
+  return m.pos;
+}
+
+sf_count_t io_read(void* ptr, sf_count_t count, void* user) {
+  MemoryCursor& m = cursor(user);
+  const int64_t size = static_cast<int64_t>(m.bytes.size());
+  if (count <= 0 || m.pos >= size) return 0;
+  const int64_t n = std::min<int64_t>(count, size - m.pos);
+  std::copy_n(m.bytes.data() + m.pos, n, static_cast<uint8_t*>(ptr));
+  m.pos += n;
+  return n;
+}
+
+sf_count_t io_write(const void*, sf_count_t, void*) { return 0; }
+sf_count_t io_tell(void* user) { return cursor(user).pos; }
+
+bool major_matches(int major, Container c) {
+  switch (c) {
+    case Container::kWav: return major == SF_FORMAT_WAV || major == SF_FORMAT_WAVEX || major == SF_FORMAT_RF64;
+    case Container::kAiff: return major == SF_FORMAT_AIFF;
+    case Container::kFlac: return major == SF_FORMAT_FLAC;
+    case Container::kOggOpus: return major == SF_FORMAT_OGG;
+    case Container::kOggVorbis: case Container::kMp3: return false;  // decoded by their codec libraries
+  }
+  return false;
+}
+
+const char* major_name(int major) {
+  switch (major) {
+    case SF_FORMAT_WAV: case SF_FORMAT_WAVEX: return "wav";
+    case SF_FORMAT_RF64: return "rf64";
+    case SF_FORMAT_AIFF: return "aiff";
+    case SF_FORMAT_FLAC: return "flac";
+    case SF_FORMAT_OGG: return "ogg";
+    default: return "other";
+  }
+}
+
+const char* subtype_name(int subtype) {
+  switch (subtype) {
+    case SF_FORMAT_PCM_S8: return "pcm_s8";
+    case SF_FORMAT_PCM_U8: return "pcm_u8";
+    case SF_FORMAT_PCM_16: return "pcm_16";
+    case SF_FORMAT_PCM_24: return "pcm_24";
+    case SF_FORMAT_PCM_32: return "pcm_32";
+    case SF_FORMAT_FLOAT: return "float";
+    case SF_FORMAT_DOUBLE: return "double";
+    case SF_FORMAT_ULAW: return "ulaw";
+    case SF_FORMAT_ALAW: return "alaw";
+    case SF_FORMAT_IMA_ADPCM: return "ima_adpcm";
+    case SF_FORMAT_MS_ADPCM: return "ms_adpcm";
+    case SF_FORMAT_GSM610: return "gsm610";
+    case SF_FORMAT_VORBIS: return "vorbis";
+    case SF_FORMAT_OPUS: return "opus";
+    default: return "other";
+  }
+}
+
+}  // namespace
+
+SndfileReader::SndfileReader(std::span<const uint8_t> bytes, Container container)
+    : mem_{bytes, 0}, container_(container) {
+  SF_VIRTUAL_IO io{io_get_filelen, io_seek, io_read, io_write, io_tell};
+  {
+    std::lock_guard<std::mutex> lock(g_open_mutex);
+    file_ = sf_open_virtual(&io, SFM_READ, &info_, &mem_);
+    if (file_ == nullptr) {
+      const int code = sf_error(nullptr);
+      const std::string reason = sf_strerror(nullptr);
+      if (code == SF_ERR_UNSUPPORTED_ENCODING)
+        fail(ErrorCode::kUnimplemented, "unsupported {} encoding: {}", container_name(container), reason);
+      fail(ErrorCode::kDataLoss, "malformed {} file: {}", container_name(container), reason);
+    }
+  }
+  // libsndfile picks the parser from the bytes itself; make sure it is the one the sniffer vouched for.
+  const int major = info_.format & SF_FORMAT_TYPEMASK;
+  if (!major_matches(major, container)) {
+    sf_close(file_);
+    fail(ErrorCode::kDataLoss, "malformed {} file: the decoder recognised it as another format (0x{:x})",
+         container_name(container), major);
+  }
+  // Integer PCM reads as x / 2^(bits-1) (libsndfile's default; stated so that a changed default cannot break it).
+  sf_command(file_, SFC_SET_NORM_FLOAT, nullptr, SF_TRUE);
+}
+
+SndfileReader::~SndfileReader() {
+  if (file_ != nullptr) sf_close(file_);
+}
+
+int64_t SndfileReader::frames() const {
+  return (info_.frames < 0 || info_.frames == SF_COUNT_MAX) ? -1 : static_cast<int64_t>(info_.frames);
+}
+
+std::string SndfileReader::format_name() const {
+  return std::string(major_name(info_.format & SF_FORMAT_TYPEMASK)) + "/" +
+         subtype_name(info_.format & SF_FORMAT_SUBMASK);
+}
+
+int64_t SndfileReader::read(float* out, int64_t frames) {
+  const sf_count_t n = sf_readf_float(file_, out, frames);
+  if (n > 0) frames_read_ += n;
+  if (sf_error(file_) != SF_ERR_NO_ERROR || n < 0) {
+    std::string reason = sf_strerror(file_);
+    if (reason.rfind("Error : ", 0) == 0) reason.erase(0, 8);
+    if (this->frames() > 0)
+      fail(ErrorCode::kDataLoss, "truncated or corrupt {} data: decoding failed after {} of {} frames ({})",
+           container_name(container_), frames_read_, this->frames(), reason);
+    fail(ErrorCode::kDataLoss, "truncated or corrupt {} data: decoding failed after {} frames ({})",
+         container_name(container_), frames_read_, reason);
+  }
+  return n;
+}
+
+}  // namespace steno::audio

@@ -1,0 +1,130 @@
+#include "sniff.h"
+
+#include <string>
+#include <string_view>
+
+#include "ogg_probe.h"
+#include "steno/core/error.h"
+
+namespace steno::audio {
+namespace {
+
+bool starts_with(std::span<const uint8_t> b, size_t at, std::string_view magic) {
+  if (b.size() < at + magic.size()) return false;
+  for (size_t i = 0; i < magic.size(); ++i)
+    if (b[at + i] != static_cast<uint8_t>(magic[i])) return false;
+  return true;
+}
+
+// An MPEG-1/2/2.5 audio frame header: 11 sync bits, a layer (not the reserved 00, which ADTS AAC uses), a valid
+// bitrate index and sample-rate index.
+bool is_mpeg_audio_frame(std::span<const uint8_t> b, size_t at) {
+  if (b.size() < at + 4) return false;
+  const uint8_t b1 = b[at + 1], b2 = b[at + 2];
+  return b[at] == 0xFF && (b1 & 0xE0) == 0xE0 && ((b1 >> 3) & 3) != 1 && ((b1 >> 1) & 3) != 0 &&
+         (b2 >> 4) != 15 && ((b2 >> 2) & 3) != 3;
+}
+
+bool looks_like_text(std::span<const uint8_t> b) {
+  const size_t n = b.size() < 256 ? b.size() : 256;
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t c = b[i];
+    if (c >= 0x80) continue;  // UTF-8 continuation/lead bytes
+    if (c < 0x20 && c != '\n' && c != '\r' && c != '\t') return false;
+    if (c == 0x7F) return false;
+  }
+  return true;
+}
+
+std::string printable_prefix(std::span<const uint8_t> b) {
+  std::string s;
+  for (size_t i = 0; i < b.size() && s.size() < 32; ++i) {
+    const char c = static_cast<char>(b[i]);
+    s += (c >= 0x20 && c < 0x7F) ? c : (c == '\n' || c == '\r' || c == '\t') ? ' ' : '?';
+  }
+  return s;
+}
+
+
+[[noreturn]] void unsupported(const char* what) {
+  fail(ErrorCode::kUnimplemented, "{} is not supported; send WAV, FLAC, OGG (Vorbis/Opus) or MP3 audio", what);
+}
+
+// The first Ogg page holds the first packet of the first stream, which names its codec: 27-byte page header,
+// segment table, then the packet. The page must be intact: libsndfile would otherwise skip to the next valid page
+// and classify the stream by whatever packet that holds.
+Container sniff_ogg_codec(std::span<const uint8_t> b) {
+  if (ogg_intact_page(b, 0) == 0)
+    fail(ErrorCode::kDataLoss, "truncated or corrupt OGG: the first page is incomplete or fails its checksum");
+  if ((b[5] & 0x02) == 0) fail(ErrorCode::kDataLoss, "malformed OGG: the first page does not begin a stream");
+  const size_t packet = 27 + size_t{b[26]};
+  if (starts_with(b, packet, "\x01vorbis")) return Container::kOggVorbis;
+  if (starts_with(b, packet, "OpusHead")) return Container::kOggOpus;
+  if (starts_with(b, packet, "Speex   ")) unsupported("OGG/Speex");
+  if (starts_with(b, packet, "\x7F" "FLAC")) unsupported("OGG/FLAC");
+  if (starts_with(b, packet, "\x80theora")) unsupported("OGG/Theora (video)");
+  unsupported("OGG with an unknown codec");
+}
+
+}  // namespace
+
+const char* container_name(Container c) {
+  switch (c) {
+    case Container::kWav: return "WAV";
+    case Container::kAiff: return "AIFF";
+    case Container::kFlac: return "FLAC";
+    case Container::kOggVorbis: return "OGG/Vorbis";
+    case Container::kOggOpus: return "OGG/Opus";
+    case Container::kMp3: return "MP3";
+  }
+  return "?";
+}
+
+Sniffed sniff_container(std::span<const uint8_t> b) {
+  if (b.empty()) fail(ErrorCode::kInvalidArgument, "audio input is empty (0 bytes)");
+
+  if ((starts_with(b, 0, "RIFF") || starts_with(b, 0, "RIFX") || starts_with(b, 0, "RF64")) &&
+      starts_with(b, 8, "WAVE"))
+    return {Container::kWav};
+  if (starts_with(b, 0, "FORM") && (starts_with(b, 8, "AIFF") || starts_with(b, 8, "AIFC")))
+    return {Container::kAiff};
+  if (starts_with(b, 0, "fLaC")) return {Container::kFlac};
+  if (starts_with(b, 0, "OggS")) return {sniff_ogg_codec(b)};
+
+  // ID3v2: "ID3", version, flags, 28-bit syncsafe size (+10 for a footer). MP3 or FLAC follows.
+  size_t id3 = 0;
+  if (starts_with(b, 0, "ID3")) {
+    if (b.size() < 10) fail(ErrorCode::kDataLoss, "truncated: the ID3 tag header is cut off after {} bytes", b.size());
+    if ((b[6] | b[7] | b[8] | b[9]) & 0x80) fail(ErrorCode::kDataLoss, "malformed ID3 tag: invalid size field");
+    id3 = 10 + ((size_t{b[6]} << 21) | (size_t{b[7]} << 14) | (size_t{b[8]} << 7) | size_t{b[9]});
+    if (b[5] & 0x10) id3 += 10;
+    if (id3 >= b.size())
+      fail(ErrorCode::kDataLoss, "truncated: the ID3 tag says {} bytes, the input has only {} and no audio after it",
+           id3, b.size());
+    if (starts_with(b, id3, "fLaC")) return {Container::kFlac, id3};
+    // Encoders may pad after the tag; libsndfile resynchronises, so accept a frame within the first few KB.
+    for (size_t at = id3; at < b.size() && at < id3 + 4096; ++at)
+      if (is_mpeg_audio_frame(b, at)) return {Container::kMp3, id3};
+    fail(ErrorCode::kInvalidArgument, "not a recognised audio file: an ID3 tag ({} bytes) is followed by no MP3 or "
+         "FLAC audio", id3);
+  }
+  if (is_mpeg_audio_frame(b, 0)) return {Container::kMp3};
+
+  // Recognised but unsupported, so the caller learns what to convert from.
+  if (starts_with(b, 4, "ftyp")) unsupported("MP4/M4A/MOV");
+  if (starts_with(b, 0, "\x1A\x45\xDF\xA3")) unsupported("WebM/Matroska");
+  if (starts_with(b, 0, "caff")) unsupported("CAF");
+  if (starts_with(b, 0, ".snd")) unsupported("AU/SND");
+  if (starts_with(b, 0, "#!AMR")) unsupported("AMR");
+  if (starts_with(b, 0, "RIFF") || starts_with(b, 0, "RIFX")) unsupported("Non-WAVE RIFF (e.g. AVI, WebP)");
+  if (b.size() >= 2 && b[0] == 0xFF && (b[1] & 0xF6) == 0xF0) unsupported("AAC (ADTS)");
+
+  if (looks_like_text(b))
+    fail(ErrorCode::kInvalidArgument, "not an audio file: the {} bytes look like text (\"{}\")", b.size(),
+         printable_prefix(b));
+  fail(ErrorCode::kInvalidArgument,
+       "not a recognised audio file ({} bytes starting \"{}\"); supported: WAV, FLAC, OGG (Vorbis/Opus), MP3",
+       b.size(), printable_prefix(b.first(b.size() < 8 ? b.size() : 8)));
+}
+
+}  // namespace steno::audio

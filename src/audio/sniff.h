@@ -1,0 +1,26 @@
+// Recognises an audio container from its first bytes, before any decoder sees them, so that only the parsers steno
+// supports run on untrusted input and unsupported or non-audio input gets a message that says what it looks like.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace steno::audio {
+
+// An Ogg container is told apart by the codec of its first logical stream.
+enum class Container { kWav, kAiff, kFlac, kOggVorbis, kOggOpus, kMp3 };
+
+const char* container_name(Container c);  // "WAV", "AIFF", "FLAC", "OGG/Vorbis", "OGG/Opus", "MP3"
+
+struct Sniffed {
+  Container container;
+  size_t id3_bytes = 0;  // length of a leading ID3v2 tag (MP3, FLAC), 0 if none
+};
+
+// Throws kInvalidArgument for empty or unrecognised input (naming what it looks like, e.g. text), kUnimplemented
+// for a recognised container steno does not decode (MP4/M4A, WebM, AAC, Ogg Speex/FLAC, ...), kDataLoss for a
+// truncated ID3 tag or Ogg first page.
+Sniffed sniff_container(std::span<const uint8_t> bytes);
+
+}  // namespace steno::audio

@@ -1,0 +1,92 @@
+// SGEMM through oneDNN or OpenBLAS, and the ops built on it.
+#include <cblas.h>
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "cpu/kernels.h"
+#include "steno/core/error.h"
+
+namespace steno::ops::cpu {
+
+void set_gemm_threads(GemmBackend backend, int num_threads) {
+  num_threads = std::max(1, num_threads);
+  if (backend == GemmBackend::kOneDnn) {
+    // oneDNN runs on OpenMP: the team size comes from the calling thread's nthreads ICV.
+    if (omp_get_max_threads() != num_threads) omp_set_num_threads(num_threads);
+  } else {
+    // Process-wide; cheap when unchanged.
+    if (openblas_get_num_threads() != num_threads) openblas_set_num_threads(num_threads);
+  }
+}
+
+void sgemm(GemmBackend backend, int num_threads, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+           float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+           int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // C = beta * C; with beta == 0, C is not read (it may hold NaN), as in BLAS
+    for (int64_t i = 0; i < m; ++i) {
+      float* row = c + i * ldc;
+      if (beta == 0.0f)
+        std::memset(row, 0, static_cast<size_t>(n) * sizeof(float));
+      else
+        for (int64_t j = 0; j < n; ++j) row[j] *= beta;
+    }
+    return;
+  }
+  set_gemm_threads(backend, num_threads);
+  if (backend == GemmBackend::kOneDnn) {
+    const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
+                                        beta, c, ldc);
+    if (st != dnnl_success)
+      fail(ErrorCode::kInternal, "dnnl_sgemm({}x{}x{}, lda {}, ldb {}, ldc {}) failed with status {}", m, n, k,
+           lda, ldb, ldc, static_cast<int>(st));
+  } else {
+    const int64_t most = std::max({m, n, k, lda, ldb, ldc});
+    if (most > INT_MAX)
+      fail(ErrorCode::kOutOfRange, "gemm {}x{}x{}: dimensions exceed OpenBLAS's 32-bit indices", m, n, k);
+    if (m == 1) {  // a vector times a matrix (an LSTM step at batch 1): OpenBLAS's sgemm has no GEMV shortcut
+      const int inc_a = trans_a ? static_cast<int>(lda) : 1;
+      if (trans_b)  // B [N, K]: c = B · a
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), alpha, b,
+                    static_cast<int>(ldb), a, inc_a, beta, c, 1);
+      else  // B [K, N]: c = Bᵀ · a
+        cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(k), static_cast<int>(n), alpha, b,
+                    static_cast<int>(ldb), a, inc_a, beta, c, 1);
+      return;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
+                static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  }
+}
+
+void gemm_raw(Context& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+              const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  sgemm(ctx.gemm_backend(), ctx.num_threads(), trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void fill_rows(Context& ctx, float* y, int64_t rows, int64_t n, const float* v) {
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  ctx.pool().parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(n, 1)),
+                          [&](int64_t r0, int64_t r1) {
+                            for (int64_t r = r0; r < r1; ++r) std::memcpy(y + r * n, v, bytes);
+                          });
+}
+
+void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y) {
+  const int64_t n = w.dim(0), k = w.dim(1);
+  const int64_t m = n > 0 ? y.numel() / n : 0;  // y holds x's leading dimensions
+  float* yp = y.data<float>();
+  float beta = 0.0f;
+  if (bias.defined()) {
+    fill_rows(ctx, yp, m, n, bias.data<float>());
+    beta = 1.0f;
+  }
+  gemm_raw(ctx, false, true, m, n, k, 1.0f, x.data<float>(), k, w.data<float>(), k, beta, yp, n);
+}
+
+}  // namespace steno::ops::cpu

@@ -1,0 +1,250 @@
+// Bad input: every case must throw steno::Error with the right code and a message naming the problem.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <random>
+
+#include "audio_fixtures.h"
+#include "steno/audio/decode.h"
+#include "steno/core/error.h"
+
+namespace steno::audio {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::make_wav;
+using testing::make_wav_i16;
+
+// Runs `f`, expecting a steno::Error with `code` whose message contains `substring`.
+void expect_error(const std::function<void()>& f, ErrorCode code, const std::string& substring) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected " << error_code_name(code) << " with \"" << substring << "\"";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << error_code_name(e.code()) << ": " << e.what();
+    EXPECT_THAT(e.what(), HasSubstr(substring));
+  }
+}
+
+void expect_decode_error(const std::vector<uint8_t>& bytes, ErrorCode code, const std::string& substring,
+                         const AudioLimits& limits = {}) {
+  expect_error([&] { decode_audio(bytes, limits); }, code, substring);
+}
+
+std::vector<uint8_t> one_second_wav() {
+  return make_wav_i16({.channels = 1, .sample_rate = 16000}, testing::tone_i16(440, 1.0, 16000, 1, 0.5));
+}
+
+void set_u32le(std::vector<uint8_t>& b, size_t at, uint32_t v) {
+  for (int i = 0; i < 4; ++i) b[at + static_cast<size_t>(i)] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+TEST(DecodeErrors, EmptyInput) {
+  expect_decode_error({}, ErrorCode::kInvalidArgument, "empty (0 bytes)");
+}
+
+TEST(DecodeErrors, TextIsNotAudio) {
+  const std::string text = "{\"model\": \"parakeet\", \"file\": \"hello.wav\"}\n";
+  expect_decode_error({text.begin(), text.end()}, ErrorCode::kInvalidArgument,
+                      "not an audio file: the 43 bytes look like text (\"{\"model\": \"parakeet\", \"file\": \"h\")");
+}
+
+TEST(DecodeErrors, RandomBytesAreNotAudio) {
+  std::mt19937 rng(1);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<uint8_t> bytes(1 + rng() % 4096);
+    for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+    try {
+      decode_audio(bytes);
+      ADD_FAILURE() << "random bytes decoded";
+    } catch (const Error& e) {
+      // Almost always "not a recognised audio file"; a chance MPEG sync word makes it a corrupt "MP3" instead.
+      EXPECT_TRUE(e.code() == ErrorCode::kInvalidArgument || e.code() == ErrorCode::kDataLoss ||
+                  e.code() == ErrorCode::kUnimplemented)
+          << e.what();
+    }
+  }
+  std::vector<uint8_t> bytes = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08};
+  expect_decode_error(bytes, ErrorCode::kInvalidArgument, "not a recognised audio file (9 bytes");
+}
+
+TEST(DecodeErrors, GarbageAfterWaveMagic) {
+  std::vector<uint8_t> bytes = {'R', 'I', 'F', 'F', 0x10, 0, 0, 0, 'W', 'A', 'V', 'E', 1, 2, 3, 4, 5, 6, 7, 8};
+  expect_decode_error(bytes, ErrorCode::kDataLoss, "malformed WAV file");
+  bytes.resize(12);
+  expect_decode_error(bytes, ErrorCode::kDataLoss, "malformed WAV file");
+}
+
+TEST(DecodeErrors, UnsupportedContainersAreNamed) {
+  std::vector<uint8_t> mp4 = {0, 0, 0, 0x20, 'f', 't', 'y', 'p', 'M', '4', 'A', ' ', 0, 0, 0, 0};
+  expect_decode_error(mp4, ErrorCode::kUnimplemented, "MP4/M4A/MOV is not supported");
+  std::vector<uint8_t> webm = {0x1A, 0x45, 0xDF, 0xA3, 0x9F, 0x42, 0x86, 0x81, 0x01};
+  expect_decode_error(webm, ErrorCode::kUnimplemented, "WebM/Matroska");
+  std::vector<uint8_t> aac = {0xFF, 0xF1, 0x50, 0x80, 0x02, 0x1F, 0xFC};
+  expect_decode_error(aac, ErrorCode::kUnimplemented, "AAC (ADTS)");
+}
+
+TEST(DecodeErrors, TruncatedWav) {
+  std::vector<uint8_t> wav = one_second_wav();  // 16000 frames
+  wav.resize(44 + 2 * 6000 + 1);                // an odd byte too: half a frame
+  expect_decode_error(wav, ErrorCode::kDataLoss, "truncated: WAV header says 16000 frames, file has 6000");
+}
+
+TEST(DecodeErrors, WavDataSizeBiggerThanFile) {
+  std::vector<uint8_t> wav = one_second_wav();
+  set_u32le(wav, 40, 32000 + 2000);
+  expect_decode_error(wav, ErrorCode::kDataLoss, "truncated: WAV header says 17000 frames, file has 16000");
+}
+
+TEST(DecodeErrors, WavAbsurdDataSize) {
+  // 0xFFFFFFFF is also the "unknown length" placeholder of streaming writers; libsndfile would silently decode
+  // what is there, so steno refuses rather than guess.
+  std::vector<uint8_t> wav = one_second_wav();
+  set_u32le(wav, 40, 0xFFFFFFFF);
+  expect_decode_error(wav, ErrorCode::kDataLoss, "truncated: WAV header says 2147483647 frames, file has 16000");
+  set_u32le(wav, 4, 0xFFFFFFFF);
+  expect_decode_error(wav, ErrorCode::kDataLoss, "truncated: WAV header says 2147483647 frames");
+}
+
+TEST(DecodeErrors, HeaderOnlyWav) {
+  std::vector<uint8_t> wav = one_second_wav();
+  wav.resize(44);
+  expect_decode_error(wav, ErrorCode::kDataLoss, "truncated: WAV header says 16000 frames, file has 0");
+  expect_decode_error(make_wav({}, {}), ErrorCode::kInvalidArgument, "no samples (0 frames)");
+}
+
+TEST(DecodeErrors, ZeroChannelsOrSampleRate) {
+  const std::vector<uint8_t> payload(200);
+  expect_decode_error(make_wav({.channels = 0}, payload), ErrorCode::kDataLoss, "header says 0 channels");
+  expect_decode_error(make_wav({.sample_rate = 0}, payload), ErrorCode::kDataLoss, "sample rate of 0 Hz");
+}
+
+TEST(DecodeErrors, AbsurdSampleRates) {
+  const std::vector<uint8_t> payload(200);
+  expect_decode_error(make_wav({.sample_rate = 999}, payload), ErrorCode::kOutOfRange,
+                      "sample rate 999 Hz is outside the supported range 1000..384000 Hz");
+  expect_decode_error(make_wav({.sample_rate = 384001}, payload), ErrorCode::kOutOfRange, "384001 Hz");
+  expect_decode_error(make_wav({.sample_rate = 2000000000}, payload), ErrorCode::kOutOfRange, "2000000000 Hz");
+  EXPECT_EQ(decode_audio(make_wav({.sample_rate = 384000}, std::vector<uint8_t>(7680))).samples.size(), 160u);  // 10 ms
+  EXPECT_EQ(decode_audio(make_wav({.sample_rate = 1000}, std::vector<uint8_t>(200))).samples.size(), 1600u);
+}
+
+TEST(DecodeErrors, TooManyChannels) {
+  expect_decode_error(make_wav({.channels = 33}, std::vector<uint8_t>(33 * 2 * 10)), ErrorCode::kOutOfRange,
+                      "audio has 33 channels, over the limit of 32");
+  expect_decode_error(make_wav({.channels = 5000}, std::vector<uint8_t>(64)), ErrorCode::kOutOfRange,
+                      "audio has 5000 channels");
+  const DecodedAudio a = decode_audio(make_wav({.channels = 32}, std::vector<uint8_t>(32 * 2 * 10)));
+  EXPECT_EQ(a.channels_in, 32);
+  EXPECT_EQ(a.samples.size(), 10u);
+}
+
+TEST(DecodeErrors, DurationOverTheLimitIsRefusedFromTheHeader) {
+  expect_decode_error(one_second_wav(), ErrorCode::kOutOfRange,
+                      "audio is 1.0 s, over the limit of 0.5 s (--max-audio-seconds)", {.max_duration_s = 0.5});
+  EXPECT_EQ(decode_audio(one_second_wav(), {.max_duration_s = 1.0}).samples.size(), 16000u);
+}
+
+TEST(DecodeErrors, InputOverTheByteLimit) {
+  expect_decode_error(one_second_wav(), ErrorCode::kOutOfRange,
+                      "audio input is 32044 bytes, over the limit of 1000 bytes", {.max_bytes = 1000});
+}
+
+TEST(DecodeErrors, InvalidLimits) {
+  expect_decode_error(one_second_wav(), ErrorCode::kInvalidArgument, "max_duration_s", {.max_duration_s = 0});
+  expect_decode_error(one_second_wav(), ErrorCode::kInvalidArgument, "max_duration_s",
+                      {.max_duration_s = std::numeric_limits<double>::infinity()});
+}
+
+TEST(DecodeErrors, MissingFile) {
+  expect_error([] { load_audio_file("/nonexistent/steno/audio.wav"); }, ErrorCode::kNotFound,
+               "audio file not found: /nonexistent/steno/audio.wav");
+}
+
+TEST(DecodeErrors, FileOverTheByteLimitIsRefusedBeforeReading) {
+  testing::TempDir dir;
+  testing::write_bytes(dir.file("a.wav"), one_second_wav());
+  expect_error([&] { load_audio_file(dir.file("a.wav"), {.max_bytes = 100}); }, ErrorCode::kOutOfRange,
+               "is 32044 bytes, over the limit of 100 bytes");
+  expect_error([&] { load_audio_file(dir.path().string()); }, ErrorCode::kInvalidArgument, "is a directory");
+}
+
+TEST(DecodeErrors, Id3TagWithoutAudio) {
+  std::vector<uint8_t> id3 = {'I', 'D', '3', 4, 0, 0, 0, 0, 0, 20};
+  expect_decode_error(id3, ErrorCode::kDataLoss, "the ID3 tag says 30 bytes, the input has only 10");
+  id3.resize(40, 0);
+  expect_decode_error(id3, ErrorCode::kInvalidArgument, "followed by no MP3 or FLAC audio");
+}
+
+// Truncated compressed files: each codec reports it differently inside libsndfile (lost sync, a short decode
+// against the stream's stated length, an unknown length and nothing decodable); all must be kDataLoss.
+class TruncatedCodecs : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = std::make_unique<testing::TempDir>();
+    const std::string wav = dir_->file("t.wav");
+    testing::write_bytes(wav, make_wav_i16({.channels = 2, .sample_rate = 44100},
+                                           testing::tone_i16(440, 2.0, 44100, 2, 0.5)));
+    const std::string q = " >/dev/null 2>&1";
+    errors_ = testing::run_tool("flac", "flac -s -f -o " + dir_->file("t.flac") + " " + wav + q) +
+              testing::run_tool("oggenc", "oggenc -Q -o " + dir_->file("t.ogg") + " " + wav + q) +
+              testing::run_tool("opusenc", "opusenc --quiet " + wav + " " + dir_->file("t.opus") + q) +
+              testing::run_tool("lame", "lame --quiet " + wav + " " + dir_->file("t.mp3") + q) +
+              testing::run_tool("sox", "sox " + wav + " " + dir_->file("t.aiff") + q);
+  }
+  static void TearDownTestSuite() { dir_.reset(); }
+  static std::vector<uint8_t> half(const std::string& name) {
+    std::vector<uint8_t> b = testing::read_bytes(dir_->file(name));
+    b.resize(b.size() / 2);
+    return b;
+  }
+  static std::unique_ptr<testing::TempDir> dir_;
+  static std::string errors_;
+};
+std::unique_ptr<testing::TempDir> TruncatedCodecs::dir_;
+std::string TruncatedCodecs::errors_;
+
+TEST_F(TruncatedCodecs, Flac) {
+  ASSERT_EQ(errors_, "");
+  expect_decode_error(half("t.flac"), ErrorCode::kDataLoss, "truncated or corrupt FLAC data: decoding failed after");
+  expect_decode_error(half("t.flac"), ErrorCode::kDataLoss, "of 88200 frames (flac decoder lost sync.)");
+}
+TEST_F(TruncatedCodecs, OggVorbis) {
+  ASSERT_EQ(errors_, "");
+  expect_decode_error(half("t.ogg"), ErrorCode::kDataLoss,
+                      "truncated: the OGG/Vorbis stream stops after " + std::to_string(half("t.ogg").size()) +
+                          " bytes without its end-of-stream page");
+}
+TEST_F(TruncatedCodecs, OggOpus) {
+  ASSERT_EQ(errors_, "");
+  expect_decode_error(half("t.opus"), ErrorCode::kDataLoss, "truncated: the OGG/Opus stream stops after");
+}
+TEST_F(TruncatedCodecs, OggFirstPageCorrupt) {
+  ASSERT_EQ(errors_, "");
+  std::vector<uint8_t> ogg = testing::read_bytes(dir_->file("t.ogg"));
+  ogg[40] ^= 0x55;  // inside the identification packet: the page checksum no longer matches
+  expect_decode_error(ogg, ErrorCode::kDataLoss, "the first page is incomplete or fails its checksum");
+  ogg.resize(20);
+  expect_decode_error(ogg, ErrorCode::kDataLoss, "the first page is incomplete");
+}
+TEST_F(TruncatedCodecs, OggFlacIsNamedAsUnsupported) {
+  ASSERT_EQ(errors_, "");
+  ASSERT_EQ(testing::run_tool("flac", "flac -s -f --ogg -o " + dir_->file("t.oga") + " " + dir_->file("t.wav") +
+                                          " >/dev/null 2>&1"),
+            "");
+  expect_decode_error(testing::read_bytes(dir_->file("t.oga")), ErrorCode::kUnimplemented,
+                      "OGG/FLAC is not supported");
+}
+TEST_F(TruncatedCodecs, Mp3) {
+  ASSERT_EQ(errors_, "");
+  expect_decode_error(half("t.mp3"), ErrorCode::kDataLoss, "truncated: MP3 header says 88200 frames, file has");
+}
+TEST_F(TruncatedCodecs, Aiff) {
+  ASSERT_EQ(errors_, "");
+  expect_decode_error(half("t.aiff"), ErrorCode::kDataLoss, "truncated: AIFF header says 88200 frames, file has");
+}
+
+}  // namespace
+}  // namespace steno::audio

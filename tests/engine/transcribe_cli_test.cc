@@ -1,0 +1,168 @@
+// `steno transcribe` as a user runs it: the real binary, real files, its exit status and what it prints.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "golden.h"
+
+namespace steno::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+RunResult run(const std::string& args) {
+  RunResult r;
+  const std::string cmd = std::string(STENO_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+class TranscribeCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tmp_ = fs::temp_directory_path() / ("steno_cli_test_" + std::to_string(getpid()));
+    fs::create_directories(tmp_);
+  }
+  void TearDown() override { fs::remove_all(tmp_); }
+  std::string write(const std::string& name, const std::string& bytes) {
+    const fs::path p = tmp_ / name;
+    std::ofstream(p, std::ios::binary) << bytes;
+    return p.string();
+  }
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  const std::string model_ = (fs::path(STENO_BINARY_DIR) / "testdata/nemo-tiny-25").string();
+  const std::string data_ = (fs::path(STENO_TEST_DATA) / "nemo-tiny").string();
+  fs::path tmp_;
+};
+
+TEST_F(TranscribeCli, TextMatchesNeMoForEveryClip) {
+  GoldenSet golden((fs::path(STENO_BINARY_DIR) / "testdata/golden-nemo25").string());
+  const std::string clips[] = {"clip0_1.7s.wav", "clip1_4.3s.wav", "clip2_9.0s.wav"};
+  std::string args = "transcribe --model " + model_;
+  for (const auto& c : clips) args += " " + data_ + "/" + c;
+  const RunResult r = run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (int i = 0; i < 3; ++i) {
+    const std::string line = data_ + "/" + clips[i] + "\t" + golden.text("batch.hyp" + std::to_string(i) + ".text");
+    EXPECT_NE(r.out.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << r.out;
+  }
+}
+
+TEST_F(TranscribeCli, JsonHasWordsSegmentsAndTimings) {
+  const RunResult r = run("transcribe --format json --model " + model_ + " " + data_ + "/clip2_9.0s.wav");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto doc = nlohmann::json::parse(r.out);
+  const auto& f = doc.at("files").at(0);
+  EXPECT_NEAR(f.at("duration").get<double>(), 9.0, 1e-9);
+  ASSERT_FALSE(f.at("words").empty());
+  double last_end = 0;
+  for (const auto& w : f.at("words")) {
+    EXPECT_GE(w.at("start").get<double>(), 0.0);
+    EXPECT_LE(w.at("start").get<double>(), w.at("end").get<double>());
+    EXPECT_LE(w.at("end").get<double>(), 9.0 + 0.4);  // a TDT duration may run past the last frame
+    last_end = std::max(last_end, w.at("end").get<double>());
+  }
+  EXPECT_GT(last_end, 1.0);
+  EXPECT_FALSE(f.at("segments").empty());
+  EXPECT_GT(f.at("timings_ms").at("encoder").get<double>(), 0.0);
+  EXPECT_GT(doc.at("summary").at("rtfx").get<double>(), 0.0);
+}
+
+TEST_F(TranscribeCli, BadInputsFailWithAClearMessage) {
+  const std::string wav = read(fs::path(data_) / "clip1_4.3s.wav");
+  struct Case {
+    std::string name, bytes, expect;
+  } cases[] = {
+      {"empty.wav", "", "empty"},
+      {"text.wav", "this is not audio at all, just some text\n", "not audio"},
+      {"truncated.wav", wav.substr(0, wav.size() / 3), "truncated"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run("transcribe --model " + model_ + " " + write(c.name, c.bytes));
+    EXPECT_EQ(r.exit_code, 1) << c.name << ": " << r.out;
+    EXPECT_NE(r.out.find(c.name), std::string::npos) << "error should name the file: " << r.out;
+    EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.name << ": " << r.out;
+  }
+  // A header that claims more data than the file holds (a lying RIFF/data size).
+  std::string lying = wav;
+  const uint32_t huge = 0x7ffffff0u;
+  lying.replace(40, 4, reinterpret_cast<const char*>(&huge), 4);
+  const RunResult r = run("transcribe --model " + model_ + " " + write("lying.wav", lying));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("lying.wav"), std::string::npos) << r.out;
+}
+
+TEST_F(TranscribeCli, GoodFilesSurviveABadNeighbour) {
+  const RunResult r =
+      run("transcribe --model " + model_ + " " + write("empty.wav", "") + " " + data_ + "/clip0_1.7s.wav");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("clip0_1.7s.wav\t"), std::string::npos) << r.out;
+}
+
+TEST_F(TranscribeCli, UnknownModelAndMissingFile) {
+  RunResult r = run("transcribe --model /nonexistent/model " + data_ + "/clip0_1.7s.wav");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("model directory not found: /nonexistent/model"), std::string::npos) << r.out;
+  r = run("transcribe --model " + model_ + " /nonexistent/audio.wav");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("/nonexistent/audio.wav"), std::string::npos) << r.out;
+}
+
+TEST_F(TranscribeCli, TensorOfTheWrongShapeIsNamed) {
+  // Copy the model, then swap one tensor for a wrong-shaped one via `steno model random` of a different width.
+  const fs::path bad = tmp_ / "bad-model";
+  fs::copy(model_, bad);
+  std::string config = read(bad / "config.json");
+  const auto pos = config.find("\"pred_hidden\": 64");
+  ASSERT_NE(pos, std::string::npos) << config;
+  config.replace(pos, 17, "\"pred_hidden\": 32");
+  write("bad-model/config.json", config);
+  const RunResult r = run("transcribe --model " + bad.string() + " " + data_ + "/clip0_1.7s.wav");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("decoder.prediction.embed.weight"), std::string::npos) << r.out;
+}
+
+TEST_F(TranscribeCli, OneHourFileIsRefusedNamingTheLimit) {
+  // A real 1-hour 16 kHz mono WAV (115 MB of silence), refused by the default full-attention limit.
+  const fs::path p = tmp_ / "hour.wav";
+  {
+    const uint32_t rate = 16000, samples = 3600 * rate, data_bytes = samples * 2;
+    std::ofstream out(p, std::ios::binary);
+    auto u32 = [&](uint32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); };
+    auto u16 = [&](uint16_t v) { out.write(reinterpret_cast<const char*>(&v), 2); };
+    out << "RIFF";
+    u32(36 + data_bytes);
+    out << "WAVEfmt ";
+    u32(16), u16(1), u16(1), u32(rate), u32(rate * 2), u16(2), u16(16);
+    out << "data";
+    u32(data_bytes);
+    out.seekp(data_bytes - 1, std::ios::cur);
+    out.put('\0');
+  }
+  const RunResult r = run("transcribe --model " + model_ + " " + p.string());
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--max-audio-seconds"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3600"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace steno::testing

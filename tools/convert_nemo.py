@@ -1,0 +1,216 @@
+#!/usr/bin/python3
+"""Convert a NeMo FastConformer-TDT checkpoint (.nemo) into a steno model directory.
+
+  /usr/bin/python3 tools/convert_nemo.py MODEL.nemo OUT_DIR [--frontend-version 2.4|2.5] [--dtype f32|f16|bf16]
+
+Writes OUT_DIR/config.json (docs/model-format.md), OUT_DIR/model.safetensors (NeMo key names,
+num_batches_tracked dropped) and OUT_DIR/tokenizer.model. Settings that cannot be seen in the
+weights (xscaling, front end, durations, attention context) are copied from model_config.yaml.
+The result is loaded back into the reference model so shape errors surface here, not in C++.
+"""
+import argparse
+import io
+import os
+import sys
+import tarfile
+
+import torch
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from steno_ref.modeldir import load_weights, save_model_dir, state_dict_numpy  # noqa: E402
+from steno_ref.model import FastConformerTDT  # noqa: E402
+
+
+class ConvertError(Exception):
+    pass
+
+
+def open_nemo(path):
+    """A .nemo is a tar: uncompressed since NeMo 1.7, gzip before. Returns {member name without ./: bytes}."""
+    if not os.path.isfile(path):
+        raise ConvertError(f"{path}: no such file")
+    for mode in ("r:", "r:gz"):
+        try:
+            with tarfile.open(path, mode) as tar:
+                out = {}
+                for m in tar.getmembers():
+                    if m.isfile():
+                        name = m.name[2:] if m.name.startswith("./") else m.name
+                        out[name] = tar.extractfile(m).read()
+                return out
+        except (tarfile.TarError, EOFError, OSError):
+            continue
+    raise ConvertError(f"{path}: not a .nemo file (neither a tar nor a gzip tar)")
+
+
+def member(files, name, what):
+    if name in files:
+        return files[name]
+    base = [k for k in files if os.path.basename(k) == name]
+    if base:
+        return files[base[0]]
+    raise ConvertError(f"member {name!r} ({what}) missing from the .nemo; it has: {sorted(files)}")
+
+
+def frontend_from_version(ver):
+    """nemo_version >= 2.5 -> '2.5' (current front end), else '2.4' (parakeet-architecture.md §0)."""
+    if not ver:
+        return "2.5"
+    parts = []
+    for p in str(ver).split(".")[:2]:
+        digits = "".join(ch for ch in p if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    while len(parts) < 2:
+        parts.append(0)
+    return "2.5" if tuple(parts) >= (2, 5) else "2.4"
+
+
+def build_config(y, name, frontend_version):
+    p, e, dec, j = y.get("preprocessor", {}), y.get("encoder", {}), y.get("decoder", {}), y.get("joint", {})
+    dcfg = y.get("decoding", {}) or {}
+    durations = dcfg.get("durations") or (y.get("model_defaults", {}) or {}).get("tdt_durations")
+    model_type = dcfg.get("model_type")
+    loss_name = (y.get("loss", {}) or {}).get("loss_name")
+    n_extra = int(j.get("num_extra_outputs", 0) or 0)
+    if not durations or n_extra != len(durations) or (model_type not in (None, "tdt") and loss_name != "tdt"):
+        raise ConvertError(f"not a TDT model: decoding.model_type={model_type!r}, loss={loss_name!r}, "
+                           f"durations={durations!r}, joint.num_extra_outputs={n_extra}")
+    if "RNNTDecoder" not in str(dec.get("_target_", "RNNTDecoder")) or "ConformerEncoder" not in str(
+            e.get("_target_", "ConformerEncoder")):
+        raise ConvertError(f"unsupported modules: encoder {e.get('_target_')}, decoder {dec.get('_target_')}")
+    # front-end settings the reference does not implement are refused rather than silently ignored
+    for key, ok in (("log", True), ("frame_splicing", 1), ("exact_pad", False), ("log_zero_guard_type", "add")):
+        if key in p and p[key] != ok:
+            raise ConvertError(f"unsupported preprocessor.{key}={p[key]!r} (need {ok!r})")
+    guard = p.get("log_zero_guard_value", 2 ** -24)
+    if isinstance(guard, str):
+        raise ConvertError(f"unsupported preprocessor.log_zero_guard_value={guard!r}")
+    sr = int(p.get("sample_rate", y.get("sample_rate", 16000)))
+    att = e.get("att_context_size", [-1, -1]) or [-1, -1]
+    if isinstance(att[0], (list, tuple)):  # multi-lookahead models: NeMo's default is the first entry
+        att = att[0]
+    d_model = int(e["d_model"])
+    sub_ch = int(e.get("subsampling_conv_channels", -1))
+    labels = y.get("labels") or j.get("vocabulary")
+    cfg = {
+        "format": "steno-model",
+        "format_version": 1,
+        "model_type": "fastconformer_tdt",
+        "name": name,
+        "preprocessor": {
+            "sample_rate": sr,
+            "features": int(p.get("features", 64)),
+            "n_fft": int(p.get("n_fft") or 2 ** (int(p.get("window_size", 0.02) * sr) - 1).bit_length()),
+            "window_size": float(p.get("window_size", 0.02)),
+            "window_stride": float(p.get("window_stride", 0.01)),
+            "window": p.get("window", "hann"),
+            "preemph": float(p.get("preemph", 0.97)),
+            "normalize": p.get("normalize", "per_feature"),
+            "log_zero_guard_value": float(guard),
+            "mag_power": float(p.get("mag_power", 2.0)),
+            "lowfreq": float(p.get("lowfreq", 0.0) or 0.0),
+            "highfreq": float(p.get("highfreq") or sr / 2),
+            "frontend_version": frontend_version,
+        },
+        "encoder": {
+            "feat_in": int(e.get("feat_in", p.get("features", 64))),
+            "d_model": d_model,
+            "n_layers": int(e["n_layers"]),
+            "n_heads": int(e.get("n_heads", 4)),
+            "ff_expansion_factor": int(e.get("ff_expansion_factor", 4)),
+            "conv_kernel_size": int(e.get("conv_kernel_size", 31)),
+            "subsampling": e.get("subsampling", "striding"),
+            "subsampling_factor": int(e.get("subsampling_factor", 4)),
+            "subsampling_conv_channels": d_model if sub_ch == -1 else sub_ch,
+            "use_bias": bool(e.get("use_bias", True)),
+            "xscaling": bool(e.get("xscaling", True)),
+            "self_attention_model": e.get("self_attention_model", "rel_pos"),
+            "att_context_size": [int(a) for a in att],
+            "pos_emb_max_len": int(e.get("pos_emb_max_len", 5000)),
+            "conv_norm_type": e.get("conv_norm_type", "batch_norm"),
+        },
+        "decoder": {
+            "vocab_size": int(dec["vocab_size"]),
+            "pred_hidden": int(dec["prednet"]["pred_hidden"]),
+            "pred_rnn_layers": int(dec["prednet"].get("pred_rnn_layers", 1)),
+        },
+        "joint": {
+            "joint_hidden": int(j["jointnet"]["joint_hidden"]),
+            "activation": j["jointnet"].get("activation", "relu"),
+            "num_classes": int(j["num_classes"]),
+            "num_extra_outputs": n_extra,
+        },
+        "decoding": {
+            "durations": [int(d) for d in durations],
+            "max_symbols": int(((dcfg.get("greedy") or {}).get("max_symbols")) or 10),
+        },
+        "tokenizer": {"type": "sentencepiece", "model": "tokenizer.model"},
+    }
+    if labels:
+        cfg["labels"] = list(labels)
+    return cfg
+
+
+def load_checkpoint(blob):
+    try:
+        try:
+            sd = torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
+        except TypeError:  # torch without weights_only
+            sd = torch.load(io.BytesIO(blob), map_location="cpu")
+    except Exception as ex:  # noqa: BLE001 - any unpickling failure is a bad checkpoint
+        raise ConvertError(f"model_weights.ckpt: cannot load ({ex})")
+    if isinstance(sd, dict) and "state_dict" in sd and isinstance(sd["state_dict"], dict):
+        sd = sd["state_dict"]
+    if not isinstance(sd, dict) or not all(torch.is_tensor(v) for v in sd.values()):
+        raise ConvertError("model_weights.ckpt is not a state dict of tensors")
+    return sd
+
+
+def convert(nemo_path, out_dir, frontend_version=None, dtype="f32", name=None):
+    files = open_nemo(nemo_path)
+    y = yaml.safe_load(member(files, "model_config.yaml", "model config").decode("utf-8"))
+    if not isinstance(y, dict):
+        raise ConvertError("model_config.yaml is not a mapping")
+    fv = frontend_version or frontend_from_version(y.get("nemo_version"))
+    name = name or os.path.splitext(os.path.basename(nemo_path))[0]
+    cfg = build_config(y, name, fv)
+    sd = load_checkpoint(member(files, "model_weights.ckpt", "weights"))
+    tok_ref = str((y.get("tokenizer") or {}).get("model_path", ""))
+    if tok_ref.startswith("nemo:"):
+        tok = member(files, tok_ref[len("nemo:"):], "SentencePiece tokenizer")
+    else:
+        cands = sorted(k for k in files if k.endswith("tokenizer.model"))
+        if not cands:
+            raise ConvertError("no SentencePiece tokenizer (*tokenizer.model) in the .nemo")
+        tok = files[cands[0]]
+    # check every tensor against the architecture the config describes (names + shapes)
+    arrays, _ = state_dict_numpy(sd, "f32")
+    try:
+        load_weights(FastConformerTDT(cfg), arrays)
+    except (KeyError, ValueError) as ex:
+        raise ConvertError(f"checkpoint does not match its config: {ex}")
+    save_model_dir(out_dir, cfg, sd, tok, dtype)
+    return cfg
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("nemo")
+    ap.add_argument("out_dir")
+    ap.add_argument("--frontend-version", choices=["2.4", "2.5"], default=None,
+                    help="default: from nemo_version in model_config.yaml (>=2.5 -> 2.5, else 2.4)")
+    ap.add_argument("--dtype", choices=["f32", "f16", "bf16"], default="f32")
+    ap.add_argument("--name", default=None, help="config name (default: the .nemo file name)")
+    a = ap.parse_args(argv)
+    try:
+        cfg = convert(a.nemo, a.out_dir, a.frontend_version, a.dtype, a.name)
+    except ConvertError as ex:
+        print(f"convert_nemo: error: {ex}", file=sys.stderr)
+        return 1
+    print(f"wrote {a.out_dir} (frontend {cfg['preprocessor']['frontend_version']}, dtype {a.dtype})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
