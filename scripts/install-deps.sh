@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build pkgconf
   # C++ libraries (shared/docs/dependencies.md)
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
-  libsndfile1-dev libsoxr-dev libdnnl-dev libopenblas-pthread-dev libhwy-dev
+  libsndfile1-dev libsoxr-dev libdnnl-dev libopenblas-openmp-dev libhwy-dev
   libsentencepiece-dev sentencepiece
   libgtest-dev libgmock-dev libbenchmark-dev
   # offline Python tooling: reference model, converter, golden files

@@ -33,9 +33,10 @@ off_t io_seek(void* user, off_t offset, int whence) {
 }
 
 // An Xing/Info (LAME) or VBRI header in the first frame states the stream's frame count; without one, mpg123's
-// pre-scan length is a guess from the file size and cannot reveal truncation.
-bool has_length_header(std::span<const uint8_t> b, size_t from) {
-  const size_t end = std::min(b.size(), from + 4096);
+// pre-scan length is a guess from the file size and cannot reveal truncation. The tag sits after the 4-byte frame
+// header and the side information (at most 32 bytes, plus 2 for a CRC); VBRI at 36.
+bool has_length_header(std::span<const uint8_t> b, size_t first_frame) {
+  const size_t from = first_frame + 4, end = std::min(b.size(), first_frame + 44);
   for (size_t i = from; i + 4 <= end; ++i) {
     const char* p = reinterpret_cast<const char*>(b.data() + i);
     if (std::memcmp(p, "Xing", 4) == 0 || std::memcmp(p, "Info", 4) == 0 || std::memcmp(p, "VBRI", 4) == 0)
@@ -50,7 +51,7 @@ bool has_length_header(std::span<const uint8_t> b, size_t from) {
 
 }  // namespace
 
-Mpg123Reader::Mpg123Reader(std::span<const uint8_t> bytes, size_t id3_bytes) : mem_{bytes, 0} {
+Mpg123Reader::Mpg123Reader(std::span<const uint8_t> bytes, size_t first_frame) : mem_{bytes, 0} {
   static std::once_flag init;  // a no-op since mpg123 1.27, required before
   std::call_once(init, [] { mpg123_init(); });
   int err = MPG123_OK;
@@ -77,8 +78,9 @@ Mpg123Reader::Mpg123Reader(std::span<const uint8_t> bytes, size_t id3_bytes) : m
     if (encoding != MPG123_ENC_FLOAT_32) fail(ErrorCode::kInternal, "mpg123 did not accept float output");
     rate_ = static_cast<int>(rate);
     channels_ = channels;
-    // Not pinned with mpg123_format(): a stitched stream that changes rate then surfaces as MPG123_NEW_FORMAT (an
-    // error below) rather than a format-setup failure that mpg123 1.31 reports on stderr even when quiet.
+    // The format table is deliberately left open (not pinned to this rate): a stitched stream that changes rate then
+    // surfaces as MPG123_NEW_FORMAT (an error in read()) instead of a format-setup failure, which mpg123 1.31 prints
+    // to stderr even when quiet.
 
     mpg123_frameinfo2 info{};
     if (mpg123_info2(mh_, &info) == MPG123_OK) format_ = "mpeg/layer" + std::to_string(info.layer);
@@ -88,7 +90,7 @@ Mpg123Reader::Mpg123Reader(std::span<const uint8_t> bytes, size_t id3_bytes) : m
     if (mpg123_scan(mh_) != MPG123_OK) fail_mpg123(mh_, "frame scan failed");
     const off_t scanned = mpg123_length(mh_);
     frames_ = scanned >= 0 ? static_cast<int64_t>(scanned) : -1;
-    if (has_length_header(bytes, id3_bytes) && announced > 0 && scanned >= 0 && scanned < announced)
+    if (has_length_header(bytes, first_frame) && announced > 0 && scanned >= 0 && scanned < announced)
       fail(ErrorCode::kDataLoss, "truncated: MP3 header says {} frames, file has {}", static_cast<int64_t>(announced),
            static_cast<int64_t>(scanned));
   } catch (...) {

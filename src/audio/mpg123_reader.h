@@ -11,9 +11,9 @@ namespace steno::audio {
 
 class Mpg123Reader final : public Decoder {
  public:
-  // Throws kDataLoss for a stream with no decodable frame, or one whose Xing/Info header announces more frames
-  // than the data holds ("truncated: ...").
-  Mpg123Reader(std::span<const uint8_t> bytes, size_t id3_bytes);
+  // `first_frame`: the offset of the first MPEG frame (after any ID3v2 tag). Throws kDataLoss for a stream with no
+  // decodable frame, or one whose Xing/Info header announces more frames than the data holds ("truncated: ...").
+  Mpg123Reader(std::span<const uint8_t> bytes, size_t first_frame);
   ~Mpg123Reader() override;
   Mpg123Reader(const Mpg123Reader&) = delete;
   Mpg123Reader& operator=(const Mpg123Reader&) = delete;

@@ -45,7 +45,6 @@ std::string printable_prefix(std::span<const uint8_t> b) {
   return s;
 }
 
-
 [[noreturn]] void unsupported(const char* what) {
   fail(ErrorCode::kUnimplemented, "{} is not supported; send WAV, FLAC, OGG (Vorbis/Opus) or MP3 audio", what);
 }
@@ -102,18 +101,19 @@ Sniffed sniff_container(std::span<const uint8_t> b) {
       fail(ErrorCode::kDataLoss, "truncated: the ID3 tag says {} bytes, the input has only {} and no audio after it",
            id3, b.size());
     if (starts_with(b, id3, "fLaC")) return {Container::kFlac, id3};
-    // Encoders may pad after the tag; libsndfile resynchronises, so accept a frame within the first few KB.
+    // Taggers may pad after the tag; mpg123 resynchronises, so accept a frame within the first few KB.
     for (size_t at = id3; at < b.size() && at < id3 + 4096; ++at)
-      if (is_mpeg_audio_frame(b, at)) return {Container::kMp3, id3};
+      if (is_mpeg_audio_frame(b, at)) return {Container::kMp3, at};
     fail(ErrorCode::kInvalidArgument, "not a recognised audio file: an ID3 tag ({} bytes) is followed by no MP3 or "
          "FLAC audio", id3);
   }
-  if (is_mpeg_audio_frame(b, 0)) return {Container::kMp3};
+  if (is_mpeg_audio_frame(b, 0)) return {Container::kMp3, 0};
 
   // Recognised but unsupported, so the caller learns what to convert from.
   if (starts_with(b, 4, "ftyp")) unsupported("MP4/M4A/MOV");
   if (starts_with(b, 0, "\x1A\x45\xDF\xA3")) unsupported("WebM/Matroska");
   if (starts_with(b, 0, "caff")) unsupported("CAF");
+  if (starts_with(b, 0, "riff") && b.size() >= 16 && b[4] == 0x2E && b[5] == 0x91) unsupported("Wave64 (W64)");
   if (starts_with(b, 0, ".snd")) unsupported("AU/SND");
   if (starts_with(b, 0, "#!AMR")) unsupported("AMR");
   if (starts_with(b, 0, "RIFF") || starts_with(b, 0, "RIFX")) unsupported("Non-WAVE RIFF (e.g. AVI, WebP)");

@@ -15,7 +15,7 @@ const char* container_name(Container c);  // "WAV", "AIFF", "FLAC", "OGG/Vorbis"
 
 struct Sniffed {
   Container container;
-  size_t id3_bytes = 0;  // length of a leading ID3v2 tag (MP3, FLAC), 0 if none
+  size_t audio_offset = 0;  // where the audio starts: after an ID3v2 tag (FLAC, MP3), at the first MP3 frame
 };
 
 // Throws kInvalidArgument for empty or unrecognised input (naming what it looks like, e.g. text), kUnimplemented

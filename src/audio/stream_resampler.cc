@@ -8,10 +8,10 @@
 
 namespace steno::audio {
 
-StreamResampler::StreamResampler(int rate_in, int rate_out)
-    : ratio_(static_cast<double>(rate_out) / rate_in) {
+StreamResampler::StreamResampler(int rate_in, int rate_out) {
   STENO_CHECK(rate_in > 0 && rate_out > 0, "resample: sample rates must be positive, got {} -> {}", rate_in,
               rate_out);
+  ratio_ = static_cast<double>(rate_out) / rate_in;
   const soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
   const soxr_quality_spec_t quality = soxr_quality_spec(SOXR_HQ, 0);
   const soxr_runtime_spec_t runtime = soxr_runtime_spec(1);  // callers run many decodes in parallel

@@ -25,7 +25,7 @@ class StreamResampler {
   void run(const float* in, size_t n, std::vector<float>& out);
   soxr* soxr_ = nullptr;
   std::vector<float> scratch_;  // soxr's output before it is appended: `out` never over-grows
-  double ratio_;
+  double ratio_ = 1.0;
 };
 
 }  // namespace steno::audio

@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "audio_fixtures.h"
 #include "steno/audio/decode.h"
+#include "steno/core/error.h"
 
 namespace steno::audio {
 namespace {
@@ -127,6 +130,17 @@ TEST_F(DecodeFormats, ConcatenatedMp3IsDecodedWhole) {
   EXPECT_GT(testing::tone_power_fraction(a.samples.data() + 40000, 16000, kFreq, kSampleRate), 0.95);
 }
 
+TEST_F(DecodeFormats, Id3TaggedFlacAndMp3) {
+  // An ID3v2 tag (10-byte header, 10 bytes of body) in front of FLAC or MP3, as taggers write it.
+  for (const char* file : {"tone.flac", "tone.mp3"}) {
+    std::vector<uint8_t> bytes = {'I', 'D', '3', 4, 0, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    ASSERT_EQ(errors_[std::string(file).substr(5)], "");
+    const std::vector<uint8_t> audio = testing::read_bytes(dir_->file(file));
+    bytes.insert(bytes.end(), audio.begin(), audio.end());
+    EXPECT_EQ(decode_audio(bytes).samples, decode_audio(audio).samples) << file;
+  }
+}
+
 TEST_F(DecodeFormats, Aiff) {
   const DecodedAudio a = decode("aiff", "tone.aiff", 0.0);
   EXPECT_EQ(a.format, "aiff/pcm_16");
@@ -136,6 +150,68 @@ TEST_F(DecodeFormats, InMemoryEqualsFile) {
   ASSERT_EQ(errors_["flac"], "");
   const std::vector<uint8_t> bytes = testing::read_bytes(dir_->file("tone.flac"));
   EXPECT_EQ(decode_audio(bytes).samples, load_audio_file(dir_->file("tone.flac")).samples);
+}
+
+// Every WAV encoding sox writes and libsndfile reads: the tone survives, at the right length.
+TEST_F(DecodeFormats, WavEncodings) {
+  struct Case {
+    const char* sox_args;
+    const char* format;
+    double length_tolerance_s;  // ADPCM pads the last block
+  };
+  const Case cases[] = {
+      {"-e unsigned-integer -b 8", "wav/pcm_u8", 0.0},    {"-e signed-integer -b 24", "wav/pcm_24", 0.0},
+      {"-e signed-integer -b 32", "wav/pcm_32", 0.0},     {"-e floating-point -b 32", "wav/float", 0.0},
+      {"-e floating-point -b 64", "wav/double", 0.0},     {"-e mu-law", "wav/ulaw", 0.0},
+      {"-e a-law", "wav/alaw", 0.0},                      {"-e ima-adpcm", "wav/ima_adpcm", 0.02},
+      {"-e ms-adpcm", "wav/ms_adpcm", 0.04},              {"-e gsm-full-rate -r 8000 -c 1", "wav/gsm610", 0.0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.sox_args);
+    const std::string out = dir_->file("enc.wav");
+    const std::string command = "sox " + dir_->file("tone.wav") + " " + c.sox_args + " " + out + " >/dev/null 2>&1";
+    ASSERT_EQ(testing::run_tool("sox", command), "");
+    const DecodedAudio a = load_audio_file(out);
+    EXPECT_EQ(a.format, c.format);
+    EXPECT_NEAR(a.duration_s(), kSeconds, c.length_tolerance_s);
+    ASSERT_GE(a.samples.size(), 24000u);
+    EXPECT_GT(testing::tone_power_fraction(a.samples.data() + 8000, 16000, kFreq, kSampleRate), 0.95);
+    EXPECT_NEAR(testing::rms(a.samples.data() + 8000, 16000), kAmplitude / std::sqrt(2.0), 0.05);
+  }
+}
+
+TEST_F(DecodeFormats, ParallelDecodesMatchSerialOnes) {
+  // Decoders share no state (libsndfile's open error is global: opens are serialised); bad inputs interleave too.
+  const std::vector<std::string> files = {"tone.wav", "tone.flac", "tone.ogg", "tone.opus", "tone.mp3", "tone.aiff"};
+  for (const auto& [name, error] : errors_) ASSERT_EQ(error, "") << name;
+  std::vector<std::vector<uint8_t>> inputs;
+  std::vector<std::vector<float>> expected;
+  for (const auto& f : files) {
+    inputs.push_back(testing::read_bytes(dir_->file(f)));
+    expected.push_back(decode_audio(inputs.back()).samples);
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0}, wrong_errors{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round) {
+        for (size_t i = 0; i < files.size(); ++i) {
+          const size_t k = (i + static_cast<size_t>(t)) % files.size();
+          if (decode_audio(inputs[k]).samples != expected[k]) ++mismatches;
+          std::vector<uint8_t> cut(inputs[k].begin(), inputs[k].begin() + static_cast<ptrdiff_t>(inputs[k].size() / 2));
+          try {
+            decode_audio(cut);
+            ++wrong_errors;
+          } catch (const Error& e) {
+            if (e.code() != ErrorCode::kDataLoss) ++wrong_errors;
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(wrong_errors.load(), 0);
 }
 
 }  // namespace

@@ -1,21 +1,19 @@
-// A fixed pool of worker threads with a blocking parallel_for, for the CPU kernels that are not GEMMs (those run
-// on oneDNN's or OpenBLAS's own threads). The calling thread takes part in the work, so a pool of N threads uses
-// N cores with N-1 workers.
+// The CPU threads of one executor, with a blocking parallel_for for the kernels that are not GEMMs.
+//
+// The threads are an OpenMP team, deliberately: oneDNN (Debian's build) runs its GEMMs on OpenMP, and OpenMP
+// threads spin for a while after each parallel region. A second set of threads of our own on the same cores
+// would fight those spinning threads after every GEMM (measured: a 2-thread encoder step went from 5 ms to
+// 200 ms). Sharing one team, every op of a forward pass reuses the same hot threads.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
-#include <thread>
-#include <vector>
 
 namespace steno {
 
 class ThreadPool {
  public:
   explicit ThreadPool(int num_threads);  // num_threads >= 1; 1 means "run everything on the caller"
-  ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
@@ -23,23 +21,12 @@ class ThreadPool {
 
   // Calls fn(chunk_begin, chunk_end) over disjoint chunks covering [begin, end), each at least `grain` long
   // (except the last), and returns when all are done. The first exception thrown by fn is rethrown here.
-  // Not reentrant: fn must not call parallel_for on the same pool.
+  // Nested calls (fn calling parallel_for) run serially on the calling thread.
   void parallel_for(int64_t begin, int64_t end, int64_t grain,
-                    const std::function<void(int64_t, int64_t)>& fn);
+                    const std::function<void(int64_t, int64_t)>& fn) const;
 
  private:
-  void worker_loop();
-
   int num_threads_;
-  std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable work_cv_, done_cv_;
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
-  int64_t job_end_ = 0, job_grain_ = 1, next_ = 0;
-  int active_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
-  std::exception_ptr error_;
 };
 
 // Threads steno uses by default: STENO_NUM_THREADS if set, else the number of online CPUs.

@@ -1,0 +1,150 @@
+// End-to-end CPU speed of the engine on 10 s of speech: features, encoder, TDT decoding and the whole
+// transcription, as RTFx (audio seconds per wall second), for
+//   - the golden config: nemo-tiny (tests/data/nemo-tiny converted by the test fixture, or $STENO_BENCH_TINY), and
+//   - the Parakeet-TDT-0.6B shapes: random weights written once by `write_random_model` from
+//     configs/parakeet-tdt-0.6b-v2.json into the build tree (or $STENO_BENCH_06B), bf16 on disk, fp32 in memory.
+// Each benchmark takes {gemm backend (0 = onednn, 1 = openblas), threads}.
+//
+//   build/bench/engine_bench --benchmark_out=bench/results/cpu-engine.json --benchmark_out_format=json
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <span>
+
+#include "steno/asr/random_model.h"
+#include "steno/asr/transcriber.h"
+#include "steno/asr/weight_store.h"
+#include "steno/audio/decode.h"
+
+namespace steno {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr double kAudioSeconds = 10.0;
+
+// 10 s of real speech: the nemo-tiny clips end to end, repeated as needed.
+const std::vector<float>& speech_10s() {
+  static const std::vector<float> pcm = [] {
+    std::vector<float> out;
+    const fs::path dir = fs::path(STENO_SOURCE_DIR) / "tests/data/nemo-tiny";
+    const size_t want = static_cast<size_t>(kAudioSeconds * audio::kSampleRate);
+    while (out.size() < want)
+      for (const char* clip : {"clip2_9.0s.wav", "clip1_4.3s.wav"}) {
+        const auto a = audio::load_audio_file((dir / clip).string());
+        out.insert(out.end(), a.samples.begin(), a.samples.end());
+      }
+    out.resize(want);
+    return out;
+  }();
+  return pcm;
+}
+
+std::string env_or(const char* name, const fs::path& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback.string();
+}
+
+// The engine's parts, built once per model (the 0.6B one takes a few seconds to load).
+struct Engine {
+  asr::ModelConfig config;
+  std::unique_ptr<asr::FeatureExtractor> features;
+  std::unique_ptr<asr::ConformerEncoder> encoder;
+  std::unique_ptr<asr::TdtDecoder> decoder;
+};
+
+const Engine& engine(const std::string& which) {
+  static std::map<std::string, std::unique_ptr<Engine>> cache;
+  auto& slot = cache[which];
+  if (slot) return *slot;
+  fs::path dir;
+  if (which == "tiny") {
+    dir = env_or("STENO_BENCH_TINY", fs::path(STENO_BINARY_DIR) / "testdata/nemo-tiny-25");
+  } else {
+    dir = env_or("STENO_BENCH_06B", fs::path(STENO_BINARY_DIR) / "bench-models/parakeet-0.6b-random");
+    if (!fs::exists(dir / "model.safetensors")) {
+      const auto like = asr::load_model_like(fs::path(STENO_SOURCE_DIR) / "configs/parakeet-tdt-0.6b-v2.json");
+      asr::write_random_model(like.config, dir, /*seed=*/1, DType::kBF16);
+    }
+  }
+  slot = std::make_unique<Engine>();
+  slot->config = asr::ModelConfig::load(dir);
+  const auto weights = asr::WeightStore::open(dir / "model.safetensors", slot->config);
+  auto opt = [&](const char* n) { return weights.has(n) ? weights.get(n) : Tensor(); };
+  slot->features = std::make_unique<asr::FeatureExtractor>(slot->config.preprocessor,
+                                                           opt("preprocessor.featurizer.fb"),
+                                                           opt("preprocessor.featurizer.window"));
+  const auto& e = slot->config.encoder;
+  slot->encoder = std::make_unique<asr::ConformerEncoder>(
+      e, slot->config.preprocessor.frontend_version == asr::FrontendVersion::kNeMo25,
+      ops::AttentionWindow{e.att_context_size[0], e.att_context_size[1]}, weights);
+  slot->decoder = std::make_unique<asr::TdtDecoder>(slot->config, weights);
+  return *slot;
+}
+
+ops::Context make_context(benchmark::State& state, const char* model) {
+  const auto backend = state.range(0) == 0 ? ops::GemmBackend::kOneDnn : ops::GemmBackend::kOpenBlas;
+  const int threads = static_cast<int>(state.range(1));
+  state.SetLabel(std::string(model) + " " + ops::gemm_backend_name(backend) + " x" + std::to_string(threads));
+  return ops::Context::cpu(threads, backend);
+}
+
+void set_rtfx(benchmark::State& state) {
+  state.counters["RTFx"] = benchmark::Counter(kAudioSeconds, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+enum class Stage { kFeatures, kEncoder, kDecoder, kEndToEnd };
+
+void run(benchmark::State& state, const char* model, Stage stage) {
+  const Engine& e = engine(model);
+  ops::Context ctx = make_context(state, model);
+  const std::vector<std::span<const float>> clip = {speech_10s()};
+  const asr::Features feats = e.features->compute(ctx, clip);
+  const asr::EncoderOutput enc = e.encoder->forward(ctx, feats.values, feats.lengths);
+  asr::DecodeStats stats;
+  for (auto _ : state) {
+    switch (stage) {
+      case Stage::kFeatures: benchmark::DoNotOptimize(e.features->compute(ctx, clip)); break;
+      case Stage::kEncoder: benchmark::DoNotOptimize(e.encoder->forward(ctx, feats.values, feats.lengths)); break;
+      case Stage::kDecoder: benchmark::DoNotOptimize(e.decoder->decode(ctx, enc.encoded, enc.lengths, false, &stats)); break;
+      case Stage::kEndToEnd: {
+        const asr::Features f = e.features->compute(ctx, clip);
+        const asr::EncoderOutput o = e.encoder->forward(ctx, f.values, f.lengths);
+        benchmark::DoNotOptimize(e.decoder->decode(ctx, o.encoded, o.lengths, false, &stats));
+        break;
+      }
+    }
+  }
+  set_rtfx(state);
+  if (stage == Stage::kDecoder || stage == Stage::kEndToEnd)
+    state.counters["decoder_steps"] = static_cast<double>(stats.steps) / static_cast<double>(state.iterations());
+}
+
+void args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"gemm", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (int backend : {0, 1})
+    for (int threads : {1, 2}) b->Args({backend, threads});
+}
+
+void BM_Tiny_Features(benchmark::State& s) { run(s, "tiny", Stage::kFeatures); }
+void BM_Tiny_Encoder(benchmark::State& s) { run(s, "tiny", Stage::kEncoder); }
+void BM_Tiny_Decoder(benchmark::State& s) { run(s, "tiny", Stage::kDecoder); }
+void BM_Tiny_EndToEnd(benchmark::State& s) { run(s, "tiny", Stage::kEndToEnd); }
+void BM_P06B_Features(benchmark::State& s) { run(s, "0.6b", Stage::kFeatures); }
+void BM_P06B_Encoder(benchmark::State& s) { run(s, "0.6b", Stage::kEncoder); }
+void BM_P06B_Decoder(benchmark::State& s) { run(s, "0.6b", Stage::kDecoder); }
+void BM_P06B_EndToEnd(benchmark::State& s) { run(s, "0.6b", Stage::kEndToEnd); }
+
+BENCHMARK(BM_Tiny_Features)->Apply(args);
+BENCHMARK(BM_Tiny_Encoder)->Apply(args);
+BENCHMARK(BM_Tiny_Decoder)->Apply(args);
+BENCHMARK(BM_Tiny_EndToEnd)->Apply(args);
+BENCHMARK(BM_P06B_Features)->Apply(args);
+BENCHMARK(BM_P06B_Encoder)->Apply(args);
+BENCHMARK(BM_P06B_Decoder)->Apply(args);
+BENCHMARK(BM_P06B_EndToEnd)->Apply(args);
+
+}  // namespace
+}  // namespace steno
+BENCHMARK_MAIN();
