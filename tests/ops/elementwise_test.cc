@@ -21,7 +21,7 @@ TEST(Elementwise, AddWithAlpha) {
 
 TEST(Elementwise, AddLargeSplitsAcrossThreads) {
   Context ctx = Context::cpu(2);
-  const int64_t n = 100003;
+  const int64_t n = 300007;  // above the parallel grain
   const Tensor a = testing::random_tensor({n}, 1), b = testing::random_tensor({n}, 2);
   Tensor y = testing::nan_tensor({n});
   add(ctx, a, b, -0.5f, y);

@@ -7,7 +7,7 @@
 namespace steno::ops::cpu {
 namespace {
 
-constexpr int64_t kElementGrain = 32768;  // elements per parallel chunk for elementwise maps
+constexpr int64_t kElementGrain = 32768;  // elements per parallel chunk
 
 STENO_SIMD_CLONES void relu_row(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
@@ -35,10 +35,10 @@ STENO_SIMD_CLONES void softmax_row(const float* x, float* y, int64_t n) {
 }
 
 template <typename RowFn>
-void map_elements(Context& ctx, const Tensor& x, Tensor& y, RowFn fn) {
+void map_elements(Context& ctx, const Tensor& x, Tensor& y, int64_t grain, RowFn fn) {
   const float* xp = x.data<float>();
   float* yp = y.data<float>();
-  ctx.pool().parallel_for(0, x.numel(), kElementGrain, [&](int64_t b, int64_t e) { fn(xp + b, yp + b, e - b); });
+  ctx.pool().parallel_for(0, x.numel(), grain, [&](int64_t b, int64_t e) { fn(xp + b, yp + b, e - b); });
 }
 
 }  // namespace
@@ -55,9 +55,9 @@ STENO_SIMD_CLONES void tanh_row(const float* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] = fast_tanh(x[i]);
 }
 
-void relu(Context& ctx, const Tensor& x, Tensor& y) { map_elements(ctx, x, y, relu_row); }
+void relu(Context& ctx, const Tensor& x, Tensor& y) { map_elements(ctx, x, y, kElementGrain, relu_row); }
 
-void silu(Context& ctx, const Tensor& x, Tensor& y) { map_elements(ctx, x, y, silu_row); }
+void silu(Context& ctx, const Tensor& x, Tensor& y) { map_elements(ctx, x, y, kElementGrain, silu_row); }
 
 void glu(Context& ctx, const Tensor& x, Tensor& y) {
   const int64_t c = y.dim(-1);

@@ -1,18 +1,19 @@
 // Relative-position multi-head attention (Transformer-XL / NeMo RelPositionMultiHeadAttention).
 //
-// Work is split into items (batch b, head h, block of query rows [i0, i1)), run in parallel with single-threaded
-// GEMMs. For a block, the visible keys form one range [jlo, jhi) and the relative offsets i - j one range of pos
-// rows [rlo, rhi], so each item is three small GEMMs on strided head slices plus a softmax per row:
+// Work is split into items (batch b, head h, block of query rows [i0, i1)), run in parallel, each with
+// single-threaded GEMMs. For a block, the visible keys form one range [jlo, jhi) and the relative offsets i - j
+// one range of pos rows [rlo, rhi], so each item is three small GEMMs on strided head slices plus a softmax per
+// row:
 //   AC = Qu · K[jlo:jhi]ᵀ / sqrt(dk),  Qu = q[i0:i1] + u
 //   BD = Qv · pos[rlo:rhi]ᵀ / sqrt(dk), Qv = q[i0:i1] + v;   score(i, j) = AC[i, j] + BD[i, R - i + j]
 //   out[i0:i1] = P · V[jlo:jhi]
-// With a window of w = left + right + 1 keys the key and pos ranges have at most block + w - 1 entries, so the
+// With a window of w = left + right + 1 keys, a block sees at most block + w - 1 keys and w pos rows, so the
 // cost is O(T·w·dk) instead of O(T²·dk). Full attention uses the same blocks, which also trims NeMo's
 // [T, 2T-1] positional product to [T, T + block - 1].
 //
 // Masking: keys outside [0, length) or outside the window get probability exactly 0 and take no part in the
-// softmax; NeMo gives them score -10000, whose exp underflows to exactly 0 next to any visible score above
-// -9900, so the results agree. Query rows at or past the length are zero.
+// softmax; NeMo gives them score -10000, whose weight e^(-10000 - max) is exactly 0 in fp32 whenever a visible
+// score exceeds -9890, so the results agree. Query rows at or past the length are zero.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -69,7 +70,7 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
   const int64_t nk_max = banded ? std::min(steps, block + left + right) : steps;
   const int64_t np_max = std::min(2 * r_max + 1, block - 1 + nk_max);
   const GemmBackend backend = ctx.gemm_backend();
-  set_gemm_threads(backend, 1);  // OpenBLAS's count is process-wide: single-threaded GEMMs inside the pool
+  const int threads = ctx.num_threads();  // sgemm runs single-threaded inside the parallel_for's chunks
 
   ctx.pool().parallel_for(0, batch * heads * nblocks, 1, [&](int64_t w0, int64_t w1) {
     Tensor scratch = ctx.scratch({2 * block * dk + block * nk_max + block * np_max});
@@ -97,8 +98,9 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
       const int64_t col = h * dk;
       add_bias_rows(qp + (b * steps + i0) * d + col, d, up + col, qu, nq, dk);
       add_bias_rows(qp + (b * steps + i0) * d + col, d, vbp + col, qv, nq, dk);
-      sgemm(backend, 1, false, true, nq, nk, dk, scale, qu, dk, kp + (b * steps + jlo) * d + col, d, 0.0f, s, nk);
-      sgemm(backend, 1, false, true, nq, np, dk, scale, qv, dk, pp + rlo * d + col, d, 0.0f, bd, np);
+      sgemm(backend, threads, false, true, nq, nk, dk, scale, qu, dk, kp + (b * steps + jlo) * d + col, d, 0.0f, s,
+            nk);
+      sgemm(backend, threads, false, true, nq, np, dk, scale, qv, dk, pp + rlo * d + col, d, 0.0f, bd, np);
       for (int64_t ii = 0; ii < nq; ++ii) {
         const int64_t i = i0 + ii;
         const int64_t a = left < 0 ? 0 : std::max<int64_t>(0, i - left);  // visible keys [a, e)
@@ -108,7 +110,7 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
         std::memset(srow, 0, static_cast<size_t>(a - jlo) * sizeof(float));
         std::memset(srow + (e - jlo), 0, static_cast<size_t>(jhi - e) * sizeof(float));
       }
-      sgemm(backend, 1, false, false, nq, dk, nk, 1.0f, s, nk, vp + (b * steps + jlo) * d + col, d, 0.0f,
+      sgemm(backend, threads, false, false, nq, dk, nk, 1.0f, s, nk, vp + (b * steps + jlo) * d + col, d, 0.0f,
             op + (b * steps + i0) * d + col, d);
     }
   });

@@ -8,7 +8,7 @@
 namespace steno::ops::cpu {
 namespace {
 
-constexpr int64_t kElementGrain = 32768;
+constexpr int64_t kElementGrain = 32768;  // elements per parallel chunk
 
 STENO_SIMD_CLONES void add_row(const float* a, const float* b, float alpha, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[i] + alpha * b[i];

@@ -14,13 +14,11 @@ namespace steno::ops::cpu {
 
 void set_gemm_threads(GemmBackend backend, int num_threads) {
   num_threads = std::max(1, num_threads);
-  if (backend == GemmBackend::kOneDnn) {
-    // oneDNN runs on OpenMP: the team size comes from the calling thread's nthreads ICV.
-    if (omp_get_max_threads() != num_threads) omp_set_num_threads(num_threads);
-  } else {
-    // Process-wide; cheap when unchanged.
-    if (openblas_get_num_threads() != num_threads) openblas_set_num_threads(num_threads);
-  }
+  // Both libraries run on OpenMP (oneDNN's Debian build, OpenBLAS's openmp build) and size their team from the
+  // calling thread's nthreads ICV. OpenBLAS also keeps a process-wide count, set only outside parallel regions.
+  if (omp_get_max_threads() != num_threads) omp_set_num_threads(num_threads);
+  if (backend == GemmBackend::kOpenBlas && !omp_in_parallel() && openblas_get_num_threads() != num_threads)
+    openblas_set_num_threads(num_threads);
 }
 
 void sgemm(GemmBackend backend, int num_threads, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
@@ -37,7 +35,8 @@ void sgemm(GemmBackend backend, int num_threads, bool trans_a, bool trans_b, int
     }
     return;
   }
-  set_gemm_threads(backend, num_threads);
+  // Inside a parallel_for chunk (an OpenMP parallel region) the GEMM runs on the calling thread alone.
+  set_gemm_threads(backend, omp_in_parallel() ? 1 : num_threads);
   if (backend == GemmBackend::kOneDnn) {
     const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
                                         beta, c, ldc);

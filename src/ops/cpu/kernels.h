@@ -12,14 +12,14 @@
 namespace steno::ops::cpu {
 
 // ---- gemm_cpu.cc ----
-// Row-major SGEMM through `backend`, using `num_threads` library threads. Safe to call from several threads at
-// once with num_threads == 1 (from inside a parallel_for); with OpenBLAS the thread count is process-wide, so
-// callers that go parallel set it to 1 on the calling thread first (set_gemm_threads).
+// Row-major SGEMM through `backend` on up to `num_threads` threads of the calling thread's OpenMP team. Called
+// from inside ThreadPool::parallel_for (an OpenMP parallel region) it runs single-threaded on the calling thread,
+// so kernels may issue many small GEMMs in parallel.
 void sgemm(GemmBackend backend, int num_threads, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
            float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
            int64_t ldc);
-// Sets the library's thread count for GEMMs issued from this thread (oneDNN/OpenMP: this thread's ICV;
-// OpenBLAS: process-wide).
+// Sets the thread count for GEMMs issued from this thread (its OpenMP ICV; for OpenBLAS outside parallel regions
+// also the library's process-wide count).
 void set_gemm_threads(GemmBackend backend, int num_threads);
 void gemm_raw(Context& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);

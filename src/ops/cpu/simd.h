@@ -10,10 +10,13 @@
 #include <bit>
 #include <cstdint>
 
+// A build can define STENO_SIMD_CLONES empty (-DSTENO_SIMD_CLONES=) to test the baseline code alone.
+#ifndef STENO_SIMD_CLONES
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define STENO_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define STENO_SIMD_CLONES
+#endif
 #endif
 
 namespace steno::ops::cpu {
