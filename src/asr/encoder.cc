@@ -23,7 +23,23 @@ LayerNormWeights load_norm(const WeightStore& w, const std::string& name) {
   return {w.get(name + ".weight"), w.get(name + ".bias")};
 }
 
-Tensor optional(const WeightStore& w, const std::string& name) { return w.has(name) ? w.get(name) : Tensor(); }
+// A linear (or 1x1 conv) layer: weight [out, in] and a bias that exists iff the model uses biases.
+struct LinearWeights {
+  Tensor w, b;
+};
+
+LinearWeights load_linear(const WeightStore& w, const std::string& name) {
+  const std::string bias = name + ".bias";
+  return {w.get(name + ".weight"), w.has(bias) ? w.get(bias) : Tensor()};
+}
+
+struct FeedForwardWeights {
+  LinearWeights linear1, linear2;
+};
+
+FeedForwardWeights load_feed_forward(const WeightStore& w, const std::string& name) {
+  return {load_linear(w, name + ".linear1"), load_linear(w, name + ".linear2")};
+}
 
 // A stride-2 (or 1) stage's length update: NeMo's calc_length with kernel 3, padding 1.
 int64_t conv_out_length(int64_t len, int stride) { return stride == 1 ? len : (len + 2 - 3) / 2 + 1; }
@@ -39,9 +55,11 @@ struct ConformerEncoder::Subsampling {
 
 struct ConformerEncoder::Layer {
   LayerNormWeights norm_ff1, norm_att, norm_conv, norm_ff2, norm_out;
-  Tensor ff1_w1, ff1_b1, ff1_w2, ff1_b2, ff2_w1, ff2_b1, ff2_w2, ff2_b2;
-  Tensor q_w, q_b, k_w, k_b, v_w, v_b, out_w, out_b, pos_w, pos_bias_u, pos_bias_v;
-  Tensor pw1_w, pw1_b, dw_w, dw_b, pw2_w, pw2_b;  // dw_* with the batch norm folded in
+  FeedForwardWeights ff1, ff2;
+  LinearWeights q, k, v, out;
+  Tensor pos_w, pos_bias_u, pos_bias_v;  // linear_pos never has a bias
+  LinearWeights pw1, pw2;                // the conv module's pointwise convs, as [out, in] matrices
+  Tensor dw_w, dw_b;                     // depthwise conv [d, kernel] with the batch norm folded in
 };
 
 ConformerEncoder::~ConformerEncoder() = default;
@@ -81,31 +99,21 @@ ConformerEncoder::ConformerEncoder(const EncoderConfig& config, bool masked_subs
     L.norm_conv = load_norm(w, p + "norm_conv");
     L.norm_ff2 = load_norm(w, p + "norm_feed_forward2");
     L.norm_out = load_norm(w, p + "norm_out");
-    L.ff1_w1 = w.get(p + "feed_forward1.linear1.weight");
-    L.ff1_b1 = optional(w, p + "feed_forward1.linear1.bias");
-    L.ff1_w2 = w.get(p + "feed_forward1.linear2.weight");
-    L.ff1_b2 = optional(w, p + "feed_forward1.linear2.bias");
-    L.ff2_w1 = w.get(p + "feed_forward2.linear1.weight");
-    L.ff2_b1 = optional(w, p + "feed_forward2.linear1.bias");
-    L.ff2_w2 = w.get(p + "feed_forward2.linear2.weight");
-    L.ff2_b2 = optional(w, p + "feed_forward2.linear2.bias");
+    L.ff1 = load_feed_forward(w, p + "feed_forward1");
+    L.ff2 = load_feed_forward(w, p + "feed_forward2");
     const std::string a = p + "self_attn.";
-    L.q_w = w.get(a + "linear_q.weight");
-    L.q_b = optional(w, a + "linear_q.bias");
-    L.k_w = w.get(a + "linear_k.weight");
-    L.k_b = optional(w, a + "linear_k.bias");
-    L.v_w = w.get(a + "linear_v.weight");
-    L.v_b = optional(w, a + "linear_v.bias");
-    L.out_w = w.get(a + "linear_out.weight");
-    L.out_b = optional(w, a + "linear_out.bias");
+    L.q = load_linear(w, a + "linear_q");
+    L.k = load_linear(w, a + "linear_k");
+    L.v = load_linear(w, a + "linear_v");
+    L.out = load_linear(w, a + "linear_out");
     L.pos_w = w.get(a + "linear_pos.weight");
     L.pos_bias_u = w.get(a + "pos_bias_u");
     L.pos_bias_v = w.get(a + "pos_bias_v");
     const std::string c = p + "conv.";
-    L.pw1_w = w.get(c + "pointwise_conv1.weight").reshape({2 * d, d});
-    L.pw1_b = optional(w, c + "pointwise_conv1.bias");
-    L.pw2_w = w.get(c + "pointwise_conv2.weight").reshape({d, d});
-    L.pw2_b = optional(w, c + "pointwise_conv2.bias");
+    L.pw1 = load_linear(w, c + "pointwise_conv1");
+    L.pw1.w = L.pw1.w.reshape({2 * d, d});
+    L.pw2 = load_linear(w, c + "pointwise_conv2");
+    L.pw2.w = L.pw2.w.reshape({d, d});
     // Fold BatchNorm (running statistics) into the depthwise conv: one op less per layer at run time.
     L.dw_w = w.get(c + "depthwise_conv.weight").reshape({d, k}).clone();
     L.dw_b = w.has(c + "depthwise_conv.bias") ? w.get(c + "depthwise_conv.bias").clone() : Tensor();
@@ -189,45 +197,44 @@ void ConformerEncoder::run_layer(ops::Context& ctx, const Layer& L, Tensor& x, c
                                  const std::vector<int64_t>& lengths) const {
   const int64_t batch = x.dim(0), t = x.dim(1), d = x.dim(2);
   Tensor h = ctx.scratch({batch, t, d});
-  Tensor wide = ctx.scratch({batch, t, L.ff1_w1.dim(0)});
-  auto feed_forward = [&](const LayerNormWeights& norm, const Tensor& w1, const Tensor& b1, const Tensor& w2,
-                          const Tensor& b2) {
+  Tensor wide = ctx.scratch({batch, t, L.ff1.linear1.w.dim(0)});
+  auto feed_forward = [&](const LayerNormWeights& norm, const FeedForwardWeights& ff) {
     ops::layer_norm(ctx, x, norm.gamma, norm.beta, kNormEps, h);
-    ops::linear(ctx, h, w1, b1, wide);
+    ops::linear(ctx, h, ff.linear1.w, ff.linear1.b, wide);
     ops::silu(ctx, wide, wide);
-    ops::linear(ctx, wide, w2, b2, h);
+    ops::linear(ctx, wide, ff.linear2.w, ff.linear2.b, h);
     ops::add(ctx, x, h, 0.5f, x);  // macaron: half-step residual
   };
 
-  feed_forward(L.norm_ff1, L.ff1_w1, L.ff1_b1, L.ff1_w2, L.ff1_b2);
+  feed_forward(L.norm_ff1, L.ff1);
 
   // Relative-position self-attention.
   ops::layer_norm(ctx, x, L.norm_att.gamma, L.norm_att.beta, kNormEps, h);
   Tensor q = ctx.scratch({batch, t, d}), k = ctx.scratch({batch, t, d}), v = ctx.scratch({batch, t, d});
-  ops::linear(ctx, h, L.q_w, L.q_b, q);
-  ops::linear(ctx, h, L.k_w, L.k_b, k);
-  ops::linear(ctx, h, L.v_w, L.v_b, v);
+  ops::linear(ctx, h, L.q.w, L.q.b, q);
+  ops::linear(ctx, h, L.k.w, L.k.b, k);
+  ops::linear(ctx, h, L.v.w, L.v.b, v);
   Tensor p = ctx.scratch({pos.dim(0), d});
   ops::linear(ctx, pos, L.pos_w, Tensor(), p);
   Tensor att = ctx.scratch({batch, t, d});
   ops::rel_pos_attention(ctx, q, k, v, p, L.pos_bias_u, L.pos_bias_v, lengths, window_, att);
-  ops::linear(ctx, att, L.out_w, L.out_b, h);
+  ops::linear(ctx, att, L.out.w, L.out.b, h);
   ops::add(ctx, x, h, 1.0f, x);
 
   // Convolution module: pointwise -> GLU -> (mask) -> depthwise with folded BN -> SiLU -> pointwise.
   ops::layer_norm(ctx, x, L.norm_conv.gamma, L.norm_conv.beta, kNormEps, h);
   Tensor glu_in = ctx.scratch({batch, t, 2 * d});
-  ops::linear(ctx, h, L.pw1_w, L.pw1_b, glu_in);
+  ops::linear(ctx, h, L.pw1.w, L.pw1.b, glu_in);
   Tensor gated = ctx.scratch({batch, t, d});
   ops::glu(ctx, glu_in, gated);
   ops::zero_padded_frames(ctx, gated, 1, lengths);
   const int pad = (config_.conv_kernel_size - 1) / 2;
   ops::depthwise_conv1d(ctx, gated, L.dw_w, L.dw_b, h, pad, config_.conv_kernel_size - 1 - pad);
   ops::silu(ctx, h, h);
-  ops::linear(ctx, h, L.pw2_w, L.pw2_b, gated);
+  ops::linear(ctx, h, L.pw2.w, L.pw2.b, gated);
   ops::add(ctx, x, gated, 1.0f, x);
 
-  feed_forward(L.norm_ff2, L.ff2_w1, L.ff2_b1, L.ff2_w2, L.ff2_b2);
+  feed_forward(L.norm_ff2, L.ff2);
   ops::layer_norm(ctx, x, L.norm_out.gamma, L.norm_out.beta, kNormEps, x);
 }
 
