@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+scripts/build.sh steno
 model=build/models/nemo-tiny
 if [ ! -f "$model/config.json" ]; then
   /usr/bin/python3 tools/convert_nemo.py tests/data/nemo-tiny/model.nemo "$model" >/dev/null
