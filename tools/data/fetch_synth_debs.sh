@@ -1,0 +1,39 @@
+#!/bin/sh
+# Download (here, on Debian 12) the .deb files of espeak-ng and flite and every library they load, so that the
+# GPU machine (Ubuntu 24.04, no package registry, no espeak) can unpack them with unpack_synth_debs.sh.
+#
+#   tools/data/fetch_synth_debs.sh [DEST]        # DEST defaults to .debs (git-ignored) in the repo root
+#
+# The dependency closure comes from apt-cache; glibc and the compiler runtime (libc6, libgcc-s1, gcc-12-base)
+# are left out on purpose: the target's own, newer ones must be used (a bookworm libc on LD_LIBRARY_PATH would
+# break every program). libelogind0 is only an alternative to libsystemd0. The rest is bundled even where the
+# target has its own copy: it is only ever loaded by espeak-ng/flite, through the wrappers that unpack writes.
+set -eu
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+DEST=${1:-$ROOT/.debs}
+PKGS="espeak-ng libespeak-ng1 espeak-ng-data libpcaudio0 libsonic0 flite libflite1"
+EXCLUDE='^(libc6|libgcc-s1|gcc-[0-9]+-base|libelogind0|debconf|dpkg|perl-base)$'
+
+if [ -z "$(apt-cache policy espeak-ng 2>/dev/null | grep Candidate | grep -v none)" ]; then
+  echo "apt-cache knows no espeak-ng: run 'apt-get update' first" >&2
+  exit 1
+fi
+CLOSURE=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
+            --no-enhances $PKGS | grep -E '^[a-z0-9]' | sort -u | grep -vE "$EXCLUDE")
+mkdir -p "$DEST"
+cd "$DEST"
+rm -f ./*.deb SHA256SUMS
+# apt-get download as root warns that _apt cannot write here (it downloads unsandboxed): harmless.
+apt-get download $CLOSURE 2>&1 | grep -v -e '^W: Download is performed unsandboxed' -e '^Get:' || true
+n=$(ls ./*.deb | wc -l)
+want=$(echo "$CLOSURE" | wc -w)
+if [ "$n" -ne "$want" ]; then
+  echo "expected $want .deb files, got $n" >&2
+  exit 1
+fi
+for f in ./*%3a*.deb; do  # epochs are written %3a in the names: keep the names plain
+  [ -e "$f" ] && mv "$f" "$(echo "$f" | sed 's/%3a/_/')"
+done
+sha256sum ./*.deb > SHA256SUMS
+echo "$n packages, $(du -sh . | cut -f1) in $DEST:"
+ls ./*.deb | sed 's|^\./|  |'

@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""Synthesize English speech for the bundled model: 16 kHz int16 mono WAV (or FLAC) + a NeMo-style JSONL manifest.
+
+Python 3.11+ with numpy (1.24 .. 2.x), no other module. Speech comes from espeak-ng (or flite for the
+out-of-domain set) run as subprocesses, many at once. Text comes from the corpus of build_corpus.py.
+
+Splits (--split):
+  train       train sentences, training voices, augmented (noise, gain, reverberation, speed, padding)
+  dev         held-out dev sentences, training voices, clean      (validation during training)
+  test        held-out test sentences, HELD-OUT voices, clean     (the WER figure)
+  flite-test  held-out test sentences, flite voices, clean        (out of domain: another synthesizer)
+
+Everything an utterance gets (sentence, voice, rate, pitch, augmentation) is drawn from a generator seeded by
+(seed, split, index), so utterance i is the same whatever --jobs is and whether the run was resumed. A run writes
+OUT/manifest.partial.jsonl as it goes; a rerun with the same arguments skips what is done (use --time-limit to
+stay under a command time limit and rerun until it prints "complete"). At the end OUT/manifest.jsonl is written
+(and the partial file removed),
+in index order, with audio_filepath relative to OUT (NeMo resolves relative paths against the manifest's folder;
+--absolute-paths writes absolute ones).
+
+  python3 tools/data/make_dataset.py --corpus build-data/corpus.txt --split train --count 40000 --out data/train
+"""
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import wave
+from fractions import Fraction
+
+import numpy as np
+
+SR = 16000
+
+# espeak-ng English voices (mbrola ones need mbrola, not used). "en" is British English (gmw/en).
+ESPEAK_BASES_TRAIN = ["en-us", "en", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-rp", "en-029"]
+ESPEAK_BASES_HELD = ["en-us-nyc", "en-gb-x-gbcwmd"]
+# Variants (espeak-ng-data/voices/!v). "" = the voice's own default. Robotic/whisper/novelty variants are left out.
+VARIANTS_CORE_TRAIN = ["", "m1", "m2", "m4", "m5", "m6", "m7", "m8", "f1", "f2", "f3", "f5",
+                       "klatt", "klatt2", "klatt4", "klatt5", "klatt6"]
+VARIANTS_EXTRA_TRAIN = ["Alex", "Alicia", "Andrea", "Andy", "Denis", "Diogo", "Gene", "Henrique", "Hugo", "Jacky",
+                        "Lee", "Marco", "Mario", "Michael", "Mike", "adam", "anika", "announcer", "antonio", "aunty",
+                        "belinda", "benjamin", "boris", "caleb", "croak", "david", "ed", "grandma",
+                        "grandpa", "gustave", "iven", "iven2", "iven3", "iven4", "john", "linda", "marcelo", "max",
+                        "michel", "miguel", "norbert", "pablo", "paul", "pedro", "quincy", "rob", "robert",
+                        "sandro", "shelby", "steph", "steph2", "steph3", "travis", "victor"]
+VARIANTS_HELD = ["m3", "f4", "klatt3", "Annie", "edward", "edward2"]  # edward2 = edward with klatt 6
+FLITE_VOICES = ["kal", "kal16", "awb", "rms", "slt"]
+
+RATE = (130, 220)   # words per minute (espeak -s)
+PITCH = (30, 70)    # espeak -p, 0..99
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# corpus
+
+def read_corpus(path):
+    rows = []
+    with open(path, encoding="ascii") as fh:
+        for line in fh:
+            split, source, speak = line.rstrip("\n").split("\t")
+            rows.append((split, source, speak))
+    return rows
+
+
+def transcript(speak):
+    return " ".join(w.rstrip(",.?!") for w in speak.split())
+
+
+def select_sentences(rows, split, seed, min_words, max_words, in_vocab, sources=None, balance=False):
+    want = {"train": "train", "dev": "dev", "test": "test", "flite-test": "test"}[split]
+    vocab = None
+    if in_vocab:
+        vocab = set()
+        for s, _, speak in rows:
+            if s == "train":
+                vocab.update(transcript(speak).split())
+    pool = []
+    for s, source, speak in rows:
+        if s != want or (sources and source not in sources):
+            continue
+        words = transcript(speak).split()
+        if not (min_words <= len(words) <= max_words):
+            continue
+        if vocab is not None and any(w not in vocab for w in words):
+            continue
+        if want == "test" and any(len(w) == 1 and w not in ("a", "i") for w in words):
+            continue  # stray letters ("flowchart n and v") make poor test sentences
+        pool.append((source, speak))
+    random.Random("%d/%s/order" % (seed, want)).shuffle(pool)
+    if balance:  # round-robin over the sources, so that a small set is not all one kind of sentence
+        by = {}
+        for item in pool:
+            by.setdefault(item[0], []).append(item)
+        names = sorted(by)
+        pool = [by[n][i] for i in range(max(len(v) for v in by.values())) for n in names if i < len(by[n])]
+    return pool
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# per-utterance choices
+
+def pick_voice(split, r):
+    """-> (synth, voice string for the synthesizer, label)."""
+    if split == "flite-test":
+        v = r.choice(FLITE_VOICES)
+        return "flite", v, "flite:" + v
+    if split in ("train", "dev"):
+        base = r.choice(ESPEAK_BASES_TRAIN)
+        var = r.choice(VARIANTS_CORE_TRAIN) if r.random() < 0.5 else r.choice(VARIANTS_EXTRA_TRAIN)
+    else:  # test: every voice has a held-out base, a held-out variant, or both
+        k = r.randrange(3)
+        base = r.choice(ESPEAK_BASES_HELD if k != 1 else ESPEAK_BASES_TRAIN)
+        var = r.choice(VARIANTS_HELD) if k != 0 else r.choice(VARIANTS_CORE_TRAIN)
+    v = base + ("+" + var if var else "")
+    return "espeak", v, "espeak:" + v
+
+
+def plan(split, index, seed, pool, augment):
+    r = random.Random("%d/%s/%d" % (seed, split, index))
+    source, speak = pool[index % len(pool)]
+    synth, voice, label = pick_voice(split, r)
+    p = {"index": index, "source": source, "speak": speak, "text": transcript(speak), "synth": synth,
+         "voice": voice, "label": label}
+    if synth == "espeak":
+        p["rate"] = r.randint(*RATE)
+        p["pitch"] = r.randint(*PITCH)
+        p["gap"] = r.choice([0, 0, 0, 0, 1, 2, 3]) if split == "train" else 0
+    else:
+        p["stretch"] = round(r.uniform(0.9, 1.1), 3)
+    aug = {}
+    if augment:
+        if r.random() < 0.6:
+            aug["speed"] = round(r.uniform(0.9, 1.1), 3)
+        aug["pad"] = [round(r.uniform(0.0, 0.3), 3), round(r.uniform(0.0, 0.3), 3)]
+        if r.random() < 0.3:
+            aug["reverb"] = {"rt60": round(r.uniform(0.1, 0.6), 3), "wet_db": round(r.uniform(-12.0, -2.0), 1)}
+        if r.random() < 0.6:
+            aug["noise"] = {"color": r.choice(["white", "pink", "brown"]), "snr": round(r.uniform(5.0, 40.0), 1)}
+        aug["peak_db"] = round(r.uniform(-25.0, -1.0), 1)
+        aug["noise_seed"] = r.getrandbits(63)
+    p["aug"] = aug
+    return p
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# audio
+
+def parse_wav(data):
+    """RIFF/WAVE bytes (espeak --stdout writes bogus sizes) -> (int16 array, sample rate)."""
+    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        raise ValueError("not a WAV stream")
+    pos, sr, ch, bits = 12, None, None, None
+    while pos + 8 <= len(data):
+        cid, size = data[pos:pos + 4], int.from_bytes(data[pos + 4:pos + 8], "little")
+        if cid == b"fmt ":
+            fmt = data[pos + 8:pos + 8 + size]
+            ch, sr, bits = int.from_bytes(fmt[2:4], "little"), int.from_bytes(fmt[4:8], "little"), \
+                int.from_bytes(fmt[14:16], "little")
+        elif cid == b"data":
+            if sr is None or ch != 1 or bits != 16:
+                raise ValueError("unsupported WAV format (want 16-bit mono)")
+            body = data[pos + 8:pos + 8 + size] if pos + 8 + size <= len(data) else data[pos + 8:]
+            body = body[: len(body) // 2 * 2]
+            return np.frombuffer(body, dtype="<i2").astype(np.float64) / 32768.0, sr
+        pos += 8 + size + (size & 1)
+    raise ValueError("no data chunk")
+
+
+def synth_espeak(p, espeak):
+    cmd = [espeak, "--stdout", "-v", p["voice"], "-s", str(p["rate"]), "-p", str(p["pitch"]), "-g", str(p["gap"]),
+           p["speak"]]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True).stdout
+    return parse_wav(out)
+
+
+def synth_flite(p, flite):
+    with tempfile.TemporaryDirectory(prefix="flite") as d:
+        path = os.path.join(d, "o.wav")
+        cmd = [flite, "-voice", p["voice"], "--setf", "duration_stretch=%s" % p["stretch"], "-t", p["speak"],
+               "-o", path]
+        subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+        with open(path, "rb") as fh:
+            return parse_wav(fh.read())
+
+
+def _fft_len(n):
+    """Smallest 2^a 3^b 5^c >= n (fast FFT sizes)."""
+    best = 1 << max(0, (n - 1).bit_length())
+    f5 = 1
+    while f5 < 2 * n:
+        f35 = f5
+        while f35 < 2 * n:
+            m = f35
+            while m < n:
+                m *= 2
+            best = min(best, m)
+            f35 *= 3
+        f5 *= 5
+    return best
+
+
+def _max_prime(n):
+    m, f = 1, 2
+    while f * f <= n:
+        while n % f == 0:
+            m, n = f, n // f
+        f += 1
+    return max(m, n)
+
+
+def resample(x, sr_in, sr_out, speed=1.0):
+    """Band-limited resampling by FFT (brick-wall low-pass at the lower Nyquist). speed > 1 makes the clip shorter
+    and higher (Kaldi-style speed perturbation: the input is read at sr_in * speed). The FFT length is a multiple of
+    the ratio's denominator so that every frequency lands exactly where it belongs."""
+    ratio = (Fraction(sr_out) / (Fraction(sr_in) * Fraction(speed).limit_denominator(10000))).limit_denominator(5000)
+    p, q = ratio.numerator, ratio.denominator
+    n = len(x)
+    if p == q:
+        return x.copy()
+    k0 = -(-(n + 256) // q)
+    k = min(range(k0, k0 + k0 // 4 + 2), key=lambda k: (_max_prime(k * q) > 7, _max_prime(k * q * p) > 7, k))
+    pad = k * q      # zero padding: the signal is treated as periodic, keep the wrap-around silent
+    m_pad = k * p
+    spec = np.fft.rfft(x, pad)
+    keep = min(len(spec), m_pad // 2 + 1)
+    spec = spec[:keep]
+    if pad % 2 == 0 and m_pad > pad:
+        spec[-1] *= 0.5  # upsampling: the old Nyquist bin is split between +f and -f
+    y = np.fft.irfft(spec, m_pad) * (m_pad / pad)
+    return y[: int(round(n * p / q))]
+
+
+def colored_noise(rng, n, color):
+    w = rng.standard_normal(n)
+    if color == "white":
+        return w
+    spec = np.fft.rfft(w)
+    f = np.arange(len(spec), dtype=np.float64)
+    f[0] = 1.0
+    spec *= f ** (-0.5 if color == "pink" else -1.0)
+    spec[0] = 0.0
+    y = np.fft.irfft(spec, n)
+    return y / (np.std(y) + 1e-12)
+
+
+def fft_convolve(x, h):
+    n = len(x) + len(h) - 1
+    L = _fft_len(n)
+    return np.fft.irfft(np.fft.rfft(x, L) * np.fft.rfft(h, L), L)[:n]
+
+
+def speech_rms(x):
+    """RMS over the louder frames (speech), not the pauses."""
+    fr = 400
+    k = len(x) // fr
+    if k == 0:
+        return float(np.sqrt(np.mean(x ** 2)) + 1e-12)
+    e = np.mean(x[: k * fr].reshape(k, fr) ** 2, axis=1)
+    thr = np.max(e) * 1e-3
+    return float(np.sqrt(np.mean(e[e > thr])) + 1e-12)
+
+
+def render(p, espeak, flite):
+    x, sr = synth_espeak(p, espeak) if p["synth"] == "espeak" else synth_flite(p, flite)
+    if len(x) < sr // 10 or not np.any(x):
+        raise ValueError("synthesizer returned no audio")
+    aug = p["aug"]
+    y = resample(x, sr, SR, aug.get("speed", 1.0))
+    if aug:
+        rng = np.random.default_rng(aug["noise_seed"])
+        pre, post = (int(round(s * SR)) for s in aug["pad"])
+        y = np.concatenate([np.zeros(pre), y, np.zeros(post)])
+        if "reverb" in aug:
+            rt60 = aug["reverb"]["rt60"]
+            L = int(rt60 * SR)
+            t = np.arange(L) / SR
+            tail = rng.standard_normal(L) * np.exp(-6.9078 * t / rt60)  # -60 dB at rt60
+            tail[: int(0.002 * SR)] = 0.0  # a short gap before the reflections
+            tail *= 10 ** (aug["reverb"]["wet_db"] / 20) / (np.sqrt(np.sum(tail ** 2)) + 1e-12)
+            h = tail
+            h[0] = 1.0
+            y = fft_convolve(y, h)[: len(y)]
+        if "noise" in aug:
+            nz = colored_noise(rng, len(y), aug["noise"]["color"])
+            y = y + nz * speech_rms(y) / (np.sqrt(np.mean(nz ** 2)) + 1e-12) * 10 ** (-aug["noise"]["snr"] / 20)
+        peak_db = aug["peak_db"]
+    else:
+        peak_db = -3.0
+    y = y * (10 ** (peak_db / 20) / (np.max(np.abs(y)) + 1e-12))
+    return np.clip(np.round(y * 32767.0), -32768, 32767).astype("<i2")
+
+
+def write_wav(path, pcm):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(SR)
+        w.writeframes(pcm.tobytes())
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# workers
+
+_G = {}
+
+
+def _init(args_dict, pool):
+    _G.update(args_dict)
+    _G["pool"] = pool
+
+
+def _work(index):
+    a = _G
+    p = plan(a["split"], index, a["seed"], a["pool"], a["augment"])
+    rel = ("audio/%03d/" % (index // 1000) if a["shard"] else "audio/") + "%s-%07d.%s" % (a["split"], index,
+                                                                                       a["format"])
+    path = os.path.join(a["out"], rel)
+    try:
+        pcm = render(p, a["espeak"], a["flite"])
+    except (subprocess.CalledProcessError, ValueError, OSError) as e:
+        return {"index": index, "error": "%s: %s" % (type(e).__name__, str(e)[:200])}
+    dur = len(pcm) / SR
+    if dur > a["max_seconds"]:
+        return {"index": index, "error": "too long (%.1f s)" % dur}
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if a["format"] == "wav":
+        tmp = path + ".tmp"
+        write_wav(tmp, pcm)
+        os.replace(tmp, path)
+    else:
+        with tempfile.TemporaryDirectory(prefix="flac") as d:
+            wp = os.path.join(d, "x.wav")
+            write_wav(wp, pcm)
+            subprocess.run(["flac", "--silent", "--best", "--no-padding", "-f", "-o", path + ".tmp", wp],
+                           check=True)
+            os.replace(path + ".tmp", path)
+    entry = {"audio_filepath": rel, "text": p["text"], "duration": round(dur, 3), "voice": p["label"],
+             "source": p["source"]}
+    if p["synth"] == "espeak":
+        entry["synth"] = {"rate": p["rate"], "pitch": p["pitch"], "gap": p["gap"]}
+    else:
+        entry["synth"] = {"duration_stretch": p["stretch"]}
+    if p["aug"]:
+        entry["aug"] = {k: v for k, v in p["aug"].items() if k != "noise_seed"}
+    return {"index": index, "entry": entry}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", default="build-data/corpus.txt")
+    ap.add_argument("--split", required=True, choices=["train", "dev", "test", "flite-test"])
+    ap.add_argument("--count", type=int, required=True, help="utterances (train reuses sentences past the corpus)")
+    ap.add_argument("--out", required=True, help="output folder of this split (audio/ and manifest.jsonl)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count())
+    ap.add_argument("--format", choices=["wav", "flac"], default="wav", help="flac needs the flac program")
+    ap.add_argument("--min-words", type=int, default=2)
+    ap.add_argument("--max-words", type=int, default=30)
+    ap.add_argument("--in-vocab", action="store_true", help="only sentences whose words all occur in training text")
+    ap.add_argument("--sources", default="", help="comma-separated corpus sources to use (default: all)")
+    ap.add_argument("--balance-sources", action="store_true", help="take the sources in turn")
+    ap.add_argument("--augment", choices=["auto", "on", "off"], default="auto", help="auto: on for train only")
+    ap.add_argument("--max-seconds", type=float, default=20.0)
+    ap.add_argument("--time-limit", type=float, default=0, help="stop after this many seconds (resume by rerun)")
+    ap.add_argument("--absolute-paths", action="store_true")
+    ap.add_argument("--espeak", default=os.environ.get("ESPEAK_NG", "espeak-ng"))
+    ap.add_argument("--flite", default=os.environ.get("FLITE", "flite"))
+    args = ap.parse_args()
+
+    t0 = time.time()
+    rows = read_corpus(args.corpus)
+    pool = select_sentences(rows, args.split, args.seed, args.min_words, args.max_words, args.in_vocab,
+                            set(filter(None, args.sources.split(","))), args.balance_sources)
+    if not pool:
+        sys.exit("no sentences for split %s with these filters" % args.split)
+    augment = args.augment == "on" or (args.augment == "auto" and args.split == "train")
+    synth = args.flite if args.split == "flite-test" else args.espeak
+    if shutil.which(synth) is None:
+        sys.exit("%s not found (PATH, or --espeak/--flite; see tools/data/README.md)" % synth)
+    if args.format == "flac" and shutil.which("flac") is None:
+        sys.exit("--format flac needs the flac program")
+    os.makedirs(args.out, exist_ok=True)
+    shard = args.count > 2000
+
+    partial = os.path.join(args.out, "manifest.partial.jsonl")
+    done = {}
+    if os.path.exists(partial):
+        with open(partial) as fh:
+            for line in fh:
+                try:
+                    d = json.loads(line)
+                except ValueError:
+                    continue  # a line cut by a kill
+                done[d["index"]] = d
+    todo = [i for i in range(args.count) if i not in done]
+    print("split %s: %d sentences in the pool, %d utterances (%d done before), %d jobs, augment %s" %
+          (args.split, len(pool), args.count, len(done), args.jobs, "on" if augment else "off"), file=sys.stderr)
+
+    conf = {"split": args.split, "seed": args.seed, "augment": augment, "out": args.out, "format": args.format,
+            "espeak": args.espeak, "flite": args.flite, "max_seconds": args.max_seconds,
+            "shard": shard}
+    stopped = False
+    audio_s = 0.0
+    n_new = 0
+    t1 = time.time()
+    with open(partial, "a") as pf:
+        ctx = mp.get_context("fork")
+        with ctx.Pool(args.jobs, initializer=_init, initargs=(conf, pool)) as workers:
+            for res in workers.imap_unordered(_work, todo, chunksize=8):
+                pf.write(json.dumps(res) + "\n")
+                done[res["index"]] = res
+                n_new += 1
+                if "entry" in res:
+                    audio_s += res["entry"]["duration"]
+                if n_new % 500 == 0 or n_new == len(todo):
+                    pf.flush()
+                    el = time.time() - t1
+                    print("  %d/%d  %.1f utt/s  %.2f h audio  %.0f s" % (len(done), args.count, n_new / el,
+                                                                       audio_s / 3600, el), file=sys.stderr)
+                if args.time_limit and time.time() - t0 > args.time_limit:
+                    stopped = True
+                    workers.terminate()
+                    break
+    el = time.time() - t1
+    if n_new:
+        print("this run: %d utterances, %.1f s of audio in %.1f s wall: %.1f utt/s, %.2f utt/s per job, "
+              "%.0fx real time" % (n_new, audio_s, el, n_new / el, n_new / el / args.jobs, audio_s / max(el, 1e-9)),
+              file=sys.stderr)
+    if stopped or len(done) < args.count:
+        print("incomplete: %d/%d; rerun the same command to resume" % (len(done), args.count), file=sys.stderr)
+        sys.exit(3)
+
+    errors = [done[i] for i in range(args.count) if "error" in done[i]]
+    total = 0.0
+    with open(os.path.join(args.out, "manifest.jsonl.tmp"), "w") as fh:
+        for i in range(args.count):
+            e = done[i].get("entry")
+            if e is None:
+                continue
+            if args.absolute_paths:
+                e = dict(e, audio_filepath=os.path.abspath(os.path.join(args.out, e["audio_filepath"])))
+            order = ["audio_filepath", "text", "duration", "voice", "source", "synth", "aug"]
+            e = {k: e[k] for k in order + sorted(set(e) - set(order)) if k in e}
+            total += e["duration"]
+            fh.write(json.dumps(e) + "\n")
+    os.replace(os.path.join(args.out, "manifest.jsonl.tmp"), os.path.join(args.out, "manifest.jsonl"))
+    os.remove(partial)
+    for e in errors[:10]:
+        print("  skipped %d: %s" % (e["index"], e["error"]), file=sys.stderr)
+    print("complete: %s/manifest.jsonl, %d utterances, %.2f h, %d skipped" %
+          (args.out, args.count - len(errors), total / 3600, len(errors)), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Regenerate the committed test set tests/data/testset/{espeak,flite} (see its README.md). Needs espeak-ng, flite
+# and flac (Debian: apt-get install espeak-ng flite flac) and the corpus of build_corpus.py.
+#
+#   tools/data/make_testset.sh [CORPUS]        # default build-data/corpus.txt
+set -eu
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CORPUS=${1:-$ROOT/build-data/corpus.txt}
+DEST=$ROOT/tests/data/testset
+PY=${PYTHON:-/usr/bin/python3}
+COMMON="--corpus $CORPUS --seed 1 --format flac --in-vocab --min-words 3 --balance-sources
+        --sources fortune,wn-ex,wn-def,gen --jobs 2"
+rm -rf "$DEST/espeak" "$DEST/flite"
+$PY "$ROOT/tools/data/make_dataset.py" $COMMON --split test --count 40 --max-words 7 --out "$DEST/espeak"
+$PY "$ROOT/tools/data/make_dataset.py" $COMMON --split flite-test --count 15 --min-words 2 --max-words 4 --out "$DEST/flite"
+du -sb "$DEST/espeak/audio" "$DEST/flite/audio"
+du -sb "$DEST"

@@ -1,0 +1,173 @@
+"""Tests of the data tools (stdlib unittest + numpy; about a second; espeak-ng only where installed).
+
+  /usr/bin/python3 -m unittest discover -s tools/data -p 'test_*.py'
+"""
+
+import json
+import os
+import random
+import shutil
+import sys
+import unittest
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import build_corpus  # noqa: E402
+import gensent  # noqa: E402
+import make_dataset  # noqa: E402
+import textnorm  # noqa: E402
+
+TESTSET = os.path.join(HERE, "..", "..", "tests", "data", "testset")
+
+
+class Numbers(unittest.TestCase):
+    def test_cardinal(self):
+        self.assertEqual(textnorm.cardinal(0), "zero")
+        self.assertEqual(textnorm.cardinal(105), "one hundred five")
+        self.assertEqual(textnorm.cardinal(105, british_and=True), "one hundred and five")
+        self.assertEqual(textnorm.cardinal(21000), "twenty one thousand")
+        self.assertEqual(textnorm.cardinal(3000017), "three million seventeen")
+
+    def test_ordinal_year_plural(self):
+        self.assertEqual(textnorm.ordinal(1), "first")
+        self.assertEqual(textnorm.ordinal(22), "twenty second")
+        self.assertEqual(textnorm.ordinal(40), "fortieth")
+        self.assertEqual(textnorm.ordinal(112), "one hundred twelfth")
+        self.assertEqual(textnorm.year(1984), "nineteen eighty four")
+        self.assertEqual(textnorm.year(1905), "nineteen oh five")
+        self.assertEqual(textnorm.year(2007), "two thousand seven")
+        self.assertEqual(textnorm.year(2024), "twenty twenty four")
+        self.assertEqual(textnorm.year(1600), "sixteen hundred")
+        self.assertEqual(textnorm.plural_of_words("nineteen sixty"), "nineteen sixties")
+
+
+class Normalise(unittest.TestCase):
+    def test_found_text(self):
+        n = textnorm.normalise
+        self.assertEqual(n("Mr. Smith paid $5.50 for 3 apples in 1984."),
+                         "mister smith paid five dollars and fifty cents for three apples in nineteen eighty four.")
+        self.assertEqual(n("It's 10:30 -- time for the 1960s party!"),
+                         "it's ten thirty, time for the nineteen sixties party!")
+        self.assertEqual(n("A well-known fact: 45% agree."), "a well known fact, forty five percent agree.")
+        self.assertEqual(n("\u201cSir, I exist!\u201d"), "sir, i exist!")
+        self.assertEqual(n("a time to love, and a time to hate,"), "a time to love, and a time to hate.")
+
+    def test_dropped(self):
+        for t in ["Call 555-1234", "1/2 cup", "a 4x4 truck", "f(x) = 3", "see www.debian.org", "x",
+                  " ".join(["word"] * 31), "\u4e2d\u6587 text"]:
+            self.assertIsNone(textnorm.normalise(t), t)
+
+    def test_transcript(self):
+        self.assertEqual(textnorm.transcript("well, i'm here. are you?"), "well i'm here are you")
+        self.assertTrue(textnorm.is_valid_transcript("it's ok"))
+        for bad in ["It", "a  b", " a", "a1", "a-b", ""]:
+            self.assertFalse(textnorm.is_valid_transcript(bad), bad)
+
+    def test_generated_sentences_are_valid(self):
+        r = random.Random(5)
+        for _ in range(3000):
+            s = gensent.sentence(r)
+            t = textnorm.transcript(s)
+            self.assertTrue(textnorm.is_valid_transcript(t), s)
+            self.assertTrue(2 <= len(t.split()) <= 30, s)
+            self.assertEqual(textnorm.normalise(s), s)  # speak forms are fixed points
+
+
+class Corpus(unittest.TestCase):
+    def test_split_is_a_pure_function_of_the_text(self):
+        self.assertEqual(build_corpus.split_of("the dog barked all night"),
+                         build_corpus.split_of("the dog barked all night"))
+        splits = [build_corpus.split_of("sentence number %d" % i) for i in range(20000)]
+        self.assertAlmostEqual(splits.count("test") / 20000, 0.015, delta=0.004)
+        self.assertAlmostEqual(splits.count("dev") / 20000, 0.015, delta=0.004)
+
+    def test_sentence_splitter(self):
+        self.assertEqual(build_corpus.split_sentences("Mr. Smith came. He said hi! R. A. Heinlein wrote it."),
+                         ["Mr. Smith came.", "He said hi!", "R. A. Heinlein wrote it."])
+
+
+class Voices(unittest.TestCase):
+    def test_held_out_voices_never_train(self):
+        self.assertFalse(set(make_dataset.ESPEAK_BASES_HELD) & set(make_dataset.ESPEAK_BASES_TRAIN))
+        train_vars = set(make_dataset.VARIANTS_CORE_TRAIN) | set(make_dataset.VARIANTS_EXTRA_TRAIN)
+        self.assertFalse(set(make_dataset.VARIANTS_HELD) & train_vars)
+        pool = [("gen", "one two three.")]
+        for i in range(3000):
+            for split in ("train", "dev"):
+                v = make_dataset.plan(split, i, 1, pool, split == "train")["voice"]
+                base, _, var = v.partition("+")
+                self.assertIn(base, make_dataset.ESPEAK_BASES_TRAIN)
+                self.assertIn(var, train_vars)
+            v = make_dataset.plan("test", i, 1, pool, False)["voice"]
+            base, _, var = v.partition("+")
+            self.assertTrue(base in make_dataset.ESPEAK_BASES_HELD or var in make_dataset.VARIANTS_HELD, v)
+
+    def test_plan_is_deterministic(self):
+        pool = [("gen", "a b."), ("gen", "c d.")]
+        self.assertEqual(make_dataset.plan("train", 7, 3, pool, True), make_dataset.plan("train", 7, 3, pool, True))
+        self.assertNotEqual(make_dataset.plan("train", 7, 3, pool, True), make_dataset.plan("train", 8, 3, pool, True))
+
+
+class Audio(unittest.TestCase):
+    def test_resample_sine(self):
+        t = np.arange(22050 * 2) / 22050
+        x = 0.5 * np.sin(2 * np.pi * 1000 * t)
+        for speed in (1.0, 1.1, 0.93):
+            y = make_dataset.resample(x, 22050, 16000, speed)
+            self.assertEqual(len(y), round(len(x) * 16000 / 22050 / speed))
+            ty = np.arange(len(y)) / 16000
+            ref = 0.5 * np.sin(2 * np.pi * 1000 * speed * ty)
+            self.assertLess(np.max(np.abs(y[1500:-1500] - ref[1500:-1500])), 1e-3, speed)
+
+    def test_resample_removes_what_is_above_the_new_nyquist(self):
+        t = np.arange(22050) / 22050
+        y = make_dataset.resample(np.sin(2 * np.pi * 9000 * t), 22050, 16000)
+        self.assertLess(np.max(np.abs(y[1000:-1000])), 1e-3)
+
+    def test_parse_espeak_stream_header(self):
+        pcm = (np.arange(100, dtype="<i2") * 50).tobytes()
+        hdr = (b"RIFF" + (0x7FFFF024).to_bytes(4, "little") + b"WAVEfmt " + (16).to_bytes(4, "little")
+               + (1).to_bytes(2, "little") + (1).to_bytes(2, "little") + (22050).to_bytes(4, "little")
+               + (44100).to_bytes(4, "little") + (2).to_bytes(2, "little") + (16).to_bytes(2, "little")
+               + b"data" + (0x7FFFF000).to_bytes(4, "little"))
+        x, sr = make_dataset.parse_wav(hdr + pcm)
+        self.assertEqual(sr, 22050)
+        self.assertEqual(len(x), 100)
+        self.assertAlmostEqual(x[3], 150 / 32768)
+
+    @unittest.skipIf(shutil.which("espeak-ng") is None, "espeak-ng not installed")
+    def test_render_espeak(self):
+        p = make_dataset.plan("train", 3, 1, [("gen", "the meeting is at half past three.")], True)
+        pcm = make_dataset.render(p, "espeak-ng", "flite")
+        self.assertEqual(pcm.dtype, np.dtype("<i2"))
+        self.assertTrue(0.8 < len(pcm) / 16000 < 6)
+        self.assertTrue(np.array_equal(pcm, make_dataset.render(p, "espeak-ng", "flite")))
+
+
+class CommittedTestSet(unittest.TestCase):
+    def test_manifests(self):
+        total = 0
+        for sub, n in (("espeak", 40), ("flite", 15)):
+            d = os.path.join(TESTSET, sub)
+            with open(os.path.join(d, "manifest.jsonl")) as fh:
+                entries = [json.loads(line) for line in fh]
+            self.assertEqual(len(entries), n)
+            for e in entries:
+                self.assertTrue(textnorm.is_valid_transcript(e["text"]), e)
+                path = os.path.join(d, e["audio_filepath"])
+                with open(path, "rb") as fh:
+                    head = fh.read(4)
+                self.assertEqual(head, b"fLaC", path)
+                total += os.path.getsize(path)
+                if sub == "espeak":
+                    base, _, var = e["voice"][len("espeak:"):].partition("+")
+                    self.assertTrue(base in make_dataset.ESPEAK_BASES_HELD or var in make_dataset.VARIANTS_HELD)
+                else:
+                    self.assertIn(e["voice"][len("flite:"):], make_dataset.FLITE_VOICES)
+        self.assertLessEqual(total, 2_000_000)
+
+
+if __name__ == "__main__":
+    unittest.main()
