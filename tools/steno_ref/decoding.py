@@ -25,24 +25,25 @@ def greedy_tdt_batch(model, encoded, enc_lengths, return_alignments=False):
     joint, decoder = model.joint, model.decoder
     B = encoded.size(0)
     blank = decoder.blank
-    durations = torch.tensor(model.durations, dtype=torch.long)
+    dev = encoded.device
+    durations = torch.tensor(model.durations, dtype=torch.long, device=dev)
     nd = len(model.durations)
     max_symbols = model.max_symbols
 
     enc_proj = joint.enc(encoded.transpose(1, 2))  # [B,T,H], projected once
     lengths = enc_lengths.long()
-    bidx = torch.arange(B)
+    bidx = torch.arange(B, device=dev)
     last_timesteps = (lengths - 1).clamp(min=0)
-    t = torch.zeros(B, dtype=torch.long)
+    t = torch.zeros(B, dtype=torch.long, device=dev)
     safe_t = torch.minimum(t, last_timesteps)
-    t_cur = torch.zeros(B, dtype=torch.long)
+    t_cur = torch.zeros(B, dtype=torch.long, device=dev)
     active = t < lengths
     hyps = [dict(tokens=[], timestamps=[], durations=[], durations_used=[], score=0.0) for _ in range(B)]
     aligns = [dict(logits=[], labels=[], frames=[]) for _ in range(B)]
-    last_ts = torch.full((B,), -1, dtype=torch.long)  # BatchedHyps.last_timestamp
-    last_ts_cnt = torch.zeros(B, dtype=torch.long)  # BatchedHyps.last_timestamp_lasts
+    last_ts = torch.full((B,), -1, dtype=torch.long, device=dev)  # BatchedHyps.last_timestamp
+    last_ts_cnt = torch.zeros(B, dtype=torch.long, device=dev)  # BatchedHyps.last_timestamp_lasts
 
-    labels = torch.full((B,), blank, dtype=torch.long)  # SOS = blank -> zero embedding
+    labels = torch.full((B,), blank, dtype=torch.long, device=dev)  # SOS = blank -> zero embedding
     state = decoder.initial_state(B)
     g, state = decoder.predict(labels, state)
     dec_out = joint.pred(g)

@@ -93,7 +93,7 @@ class FilterbankFeatures(nn.Module):
         if self.preemph is not None:
             x = torch.cat((x[:, :1], x[:, 1:] - self.preemph * x[:, :-1]), dim=1)
             if self.version == "2.5":
-                tmask = torch.arange(x.shape[1]).unsqueeze(0) < lengths.unsqueeze(1)
+                tmask = torch.arange(x.shape[1], device=x.device).unsqueeze(0) < lengths.unsqueeze(1)
                 x = x.masked_fill(~tmask, 0.0)
         spec = torch.stft(x, n_fft=self.n_fft, hop_length=self.hop_length, win_length=self.win_length,
                           center=True, window=self.window.float(), return_complex=True,
@@ -106,7 +106,7 @@ class FilterbankFeatures(nn.Module):
         mel = torch.log(mel + self.log_guard)
         if self.normalize == "per_feature":
             mel = normalize_per_feature(mel, n_valid)
-        t = torch.arange(mel.shape[-1])
+        t = torch.arange(mel.shape[-1], device=mel.device)
         pad = t.unsqueeze(0) >= n_valid.unsqueeze(1)
         mel = mel.masked_fill(pad.unsqueeze(1), 0.0)
         return mel, n_valid
@@ -114,7 +114,7 @@ class FilterbankFeatures(nn.Module):
 
 def normalize_per_feature(x, n_valid):
     """NeMo normalize_batch('per_feature'): stats over the first n_valid frames, unbiased std, std += 1e-5."""
-    valid = (torch.arange(x.shape[2]).unsqueeze(0) < n_valid.unsqueeze(1)).unsqueeze(1)
+    valid = (torch.arange(x.shape[2], device=x.device).unsqueeze(0) < n_valid.unsqueeze(1)).unsqueeze(1)
     denom = valid.sum(dim=2)  # [B,1]
     mean = torch.where(valid, x, 0.0).sum(dim=2) / denom
     std = torch.sqrt(torch.sum(torch.where(valid, x - mean.unsqueeze(2), 0.0) ** 2, dim=2) / (denom - 1.0))

@@ -4,6 +4,8 @@ Attribute names are chosen so that state_dict() keys equal NeMo's exactly
 (encoder.layers.K.self_attn.linear_q.weight, decoder.prediction.dec_rnn.lstm.weight_ih_l0,
 joint.joint_net.2.weight, preprocessor.featurizer.fb, ...). Only the inference path exists:
 dropouts are omitted except where they hold a slot in an nn.Sequential index (joint_net.1).
+Training (tools/train) may set the encoder's NeMo dropouts (`dropout`, `dropout_att`, `dropout_pre_encoder`
+in the encoder config, all 0 by default); they act only in train() mode, so inference numerics are unchanged.
 """
 import math
 
@@ -14,6 +16,11 @@ import torch.nn.functional as F
 from .frontend import FilterbankFeatures
 
 INF_VAL = 10000.0  # NeMo masks attention scores with -10000, not -inf
+
+
+def _dropout(x, p, training):
+    # identity (the same tensor) at inference: training-only, so reference numerics never change
+    return F.dropout(x, p, True) if training and p > 0 else x
 
 
 class AudioToMelSpectrogramPreprocessor(nn.Module):
@@ -74,7 +81,7 @@ class ConvSubsampling(nn.Module):
 
 
 def _mask_time(x, lengths):
-    valid = torch.arange(x.shape[2]).unsqueeze(0) < lengths.unsqueeze(1)  # [B,T]
+    valid = torch.arange(x.shape[2], device=x.device).unsqueeze(0) < lengths.unsqueeze(1)  # [B,T]
     return x * valid[:, None, :, None].to(x.dtype)
 
 
@@ -92,11 +99,12 @@ class RelPositionalEncoding(nn.Module):
     """No parameters (pe is non-persistent in NeMo). Returns x (optionally * sqrt(d)) and pos_emb [1, 2T-1, d]
     where row k is relative position (T-1) - k."""
 
-    def __init__(self, d_model, max_len=5000, xscale=None):
+    def __init__(self, d_model, max_len=5000, xscale=None, dropout=0.0):
         super().__init__()
         self.d_model = d_model
         self.max_len = max_len
         self.xscale = xscale
+        self.dropout = dropout  # NeMo dropout_pre_encoder, on x only, training only
         self._pe = None
 
     def forward(self, x):
@@ -104,15 +112,19 @@ class RelPositionalEncoding(nn.Module):
         need = max(self.max_len, T)
         if self._pe is None or self._pe.size(1) < 2 * need - 1:
             self._pe = rel_pos_table(need, self.d_model)
+        if self._pe.device != x.device:
+            self._pe = self._pe.to(x.device)
         if self.xscale:
             x = x * self.xscale
+        x = _dropout(x, self.dropout, self.training)
         center = self._pe.size(1) // 2 + 1
         return x, self._pe[:, center - T: center + T - 1]
 
 
 class RelPositionMultiHeadAttention(nn.Module):
-    def __init__(self, n_head, d_model, use_bias):
+    def __init__(self, n_head, d_model, use_bias, dropout_att=0.0):
         super().__init__()
+        self.dropout_att = dropout_att  # on the attention probabilities, training only
         self.h = n_head
         self.d_k = d_model // n_head
         self.s_d_k = math.sqrt(self.d_k)
@@ -150,18 +162,20 @@ class RelPositionMultiHeadAttention(nn.Module):
             attn = torch.softmax(scores, dim=-1).masked_fill(m, 0.0)
         else:
             attn = torch.softmax(scores, dim=-1)
+        attn = _dropout(attn, self.dropout_att, self.training)
         out = torch.matmul(attn, v).transpose(1, 2).reshape(B, T, self.h * self.d_k)
         return self.linear_out(out)
 
 
 class ConformerFeedForward(nn.Module):
-    def __init__(self, d_model, d_ff, use_bias):
+    def __init__(self, d_model, d_ff, use_bias, dropout=0.0):
         super().__init__()
+        self.dropout = dropout  # between the activation and linear2 (NeMo), training only
         self.linear1 = nn.Linear(d_model, d_ff, bias=use_bias)
         self.linear2 = nn.Linear(d_ff, d_model, bias=use_bias)
 
     def forward(self, x):
-        return self.linear2(F.silu(self.linear1(x)))
+        return self.linear2(_dropout(F.silu(self.linear1(x)), self.dropout, self.training))
 
 
 class ConformerConvolution(nn.Module):
@@ -186,20 +200,28 @@ class ConformerConvolution(nn.Module):
 
 
 class ConformerLayer(nn.Module):
-    def __init__(self, d_model, d_ff, n_heads, conv_kernel_size, use_bias):
+    def __init__(self, d_model, d_ff, n_heads, conv_kernel_size, use_bias, dropout=0.0, dropout_att=0.0):
         super().__init__()
         self.fc_factor = 0.5
+        self.dropout = dropout  # on each module's output before the residual add (NeMo), training only
         self.norm_feed_forward1 = nn.LayerNorm(d_model)
-        self.feed_forward1 = ConformerFeedForward(d_model, d_ff, use_bias)
+        self.feed_forward1 = ConformerFeedForward(d_model, d_ff, use_bias, dropout)
         self.norm_conv = nn.LayerNorm(d_model)
         self.conv = ConformerConvolution(d_model, conv_kernel_size, use_bias)
         self.norm_self_att = nn.LayerNorm(d_model)
-        self.self_attn = RelPositionMultiHeadAttention(n_heads, d_model, use_bias)
+        self.self_attn = RelPositionMultiHeadAttention(n_heads, d_model, use_bias, dropout_att)
         self.norm_feed_forward2 = nn.LayerNorm(d_model)
-        self.feed_forward2 = ConformerFeedForward(d_model, d_ff, use_bias)
+        self.feed_forward2 = ConformerFeedForward(d_model, d_ff, use_bias, dropout)
         self.norm_out = nn.LayerNorm(d_model)
 
     def forward(self, x, pos_emb, att_mask, pad_mask):
+        if self.training and self.dropout > 0:
+            p = self.dropout
+            r = x + self.fc_factor * F.dropout(self.feed_forward1(self.norm_feed_forward1(x)), p, True)
+            r = r + F.dropout(self.self_attn(self.norm_self_att(r), pos_emb, att_mask), p, True)
+            r = r + F.dropout(self.conv(self.norm_conv(r), pad_mask), p, True)
+            r = r + self.fc_factor * F.dropout(self.feed_forward2(self.norm_feed_forward2(r)), p, True)
+            return self.norm_out(r)
         r = x + self.fc_factor * self.feed_forward1(self.norm_feed_forward1(x))
         r = r + self.self_attn(self.norm_self_att(r), pos_emb, att_mask)
         r = r + self.conv(self.norm_conv(r), pad_mask)
@@ -227,20 +249,23 @@ class ConformerEncoder(nn.Module):
         self.pre_encode = ConvSubsampling(int(ecfg["feat_in"]), d, int(ecfg.get("subsampling_conv_channels", 256)),
                                           int(ecfg.get("subsampling_factor", 8)))
         xscale = math.sqrt(d) if ecfg.get("xscaling", True) else None
-        self.pos_enc = RelPositionalEncoding(d, int(ecfg.get("pos_emb_max_len", 5000)), xscale)
+        self.pos_enc = RelPositionalEncoding(d, int(ecfg.get("pos_emb_max_len", 5000)), xscale,
+                                             float(ecfg.get("dropout_pre_encoder", 0.0) or 0.0))
         d_ff = d * int(ecfg.get("ff_expansion_factor", 4))
+        drop, drop_att = float(ecfg.get("dropout", 0.0) or 0.0), float(ecfg.get("dropout_att", 0.0) or 0.0)
         self.layers = nn.ModuleList(
-            ConformerLayer(d, d_ff, int(ecfg["n_heads"]), int(ecfg.get("conv_kernel_size", 31)), use_bias)
+            ConformerLayer(d, d_ff, int(ecfg["n_heads"]), int(ecfg.get("conv_kernel_size", 31)), use_bias,
+                           drop, drop_att)
             for _ in range(int(ecfg["n_layers"])))
 
     def _masks(self, lengths, T):
-        valid = torch.arange(T).unsqueeze(0) < lengths.unsqueeze(1)  # [B,T]
+        valid = torch.arange(T, device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)  # [B,T]
         att = valid.unsqueeze(1) & valid.unsqueeze(2)  # key and query both valid
         L, R = self.att_context
         # rel_pos with [L,R] keeps j in [i-L, i+R]; rel_pos_local_attn [w,w] (NeMo's Longformer-style
         # sliding chunks) equals banded attention |i-j| <= w with the same rel-pos term, so both use this
         if L >= 0 or R >= 0:
-            band = torch.ones(T, T, dtype=torch.bool)
+            band = torch.ones(T, T, dtype=torch.bool, device=lengths.device)
             if L >= 0:
                 band = band.triu(diagonal=-L)
             if R >= 0:
@@ -289,7 +314,7 @@ class RNNTDecoder(nn.Module):
                                          "dec_rnn": LSTMDropout(H, self.layers)})
 
     def initial_state(self, batch):
-        z = torch.zeros(self.layers, batch, self.hidden)
+        z = torch.zeros(self.layers, batch, self.hidden, device=self.prediction["embed"].weight.device)
         return (z, z.clone())
 
     def predict(self, labels, state):

@@ -1,0 +1,155 @@
+"""Training data: NeMo-style JSONL manifests, 16 kHz int16 mono WAVs (stdlib `wave` + numpy), SentencePiece
+token ids, batches bucketed by duration, and either in-RAM audio (preload) or a DataLoader with workers."""
+import json
+import os
+import re
+import wave
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+
+SAMPLE_RATE = 16000
+
+
+def normalize_text(s):
+    """Lowercase, keep letters and apostrophes, collapse whitespace (the WER normalisation too)."""
+    s = s.lower().replace("\u2019", "'")
+    s = re.sub(r"[^a-z' ]+", " ", s)
+    return " ".join(s.split())
+
+
+def read_wav(path):
+    """16 kHz mono 16-bit PCM WAV -> int16 numpy array. Anything else is an error naming the file."""
+    with wave.open(path, "rb") as w:
+        if w.getnchannels() != 1 or w.getsampwidth() != 2 or w.getframerate() != SAMPLE_RATE:
+            raise ValueError(f"{path}: need 16 kHz mono int16, got {w.getframerate()} Hz, "
+                             f"{w.getnchannels()} ch, {8 * w.getsampwidth()} bit")
+        data = w.readframes(w.getnframes())
+    return np.frombuffer(data, dtype="<i2").copy()
+
+
+def write_wav(path, samples_int16):
+    with wave.open(path, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(SAMPLE_RATE)
+        w.writeframes(np.asarray(samples_int16, dtype="<i2").tobytes())
+
+
+def read_manifest(path):
+    """JSONL {"audio_filepath", "text", "duration"}; relative audio paths are taken from the manifest's folder."""
+    base = os.path.dirname(os.path.abspath(path))
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            e = json.loads(line)
+            p = e["audio_filepath"]
+            if not os.path.isabs(p):
+                p = os.path.join(base, p)
+            out.append({"audio": p, "text": e.get("text", ""), "duration": float(e["duration"])})
+    return out
+
+
+class Corpus:
+    """Utterances of one or more manifests, tokenised; `audio` holds int16 arrays once preload() ran."""
+
+    def __init__(self, manifests, sp, max_duration=None, min_duration=0.0, max_utts=None):
+        entries = []
+        for m in manifests:
+            entries.extend(read_manifest(m))
+        kept, dropped = [], 0
+        for e in entries:
+            if (max_duration and e["duration"] > max_duration) or e["duration"] < min_duration:
+                dropped += 1
+                continue
+            kept.append(e)
+        if max_utts:
+            kept = kept[:max_utts]
+        self.entries = kept
+        self.dropped = dropped
+        self.texts = [normalize_text(e["text"]) for e in kept]
+        self.ids = [sp.encode(t, out_type=int) if t else [] for t in self.texts]
+        self.durations = np.array([e["duration"] for e in kept], dtype=np.float64)
+        self.audio = None
+
+    def __len__(self):
+        return len(self.entries)
+
+    def hours(self):
+        return float(self.durations.sum()) / 3600.0
+
+    def preload(self, threads=16):
+        with ThreadPoolExecutor(max_workers=max(1, threads)) as ex:
+            self.audio = list(ex.map(read_wav, [e["audio"] for e in self.entries], chunksize=64))
+        return sum(a.nbytes for a in self.audio)
+
+    def get_audio(self, i):
+        return self.audio[i] if self.audio is not None else read_wav(self.entries[i]["audio"])
+
+
+def make_batches(durations, batch_seconds, max_batch, seed, epoch, jitter=0.15):
+    """Duration-bucketed batches for one epoch: utterances sorted by (jittered) duration, cut so that
+    batch size x longest duration <= batch_seconds (padded audio seconds) and size <= max_batch, batch order
+    shuffled. Deterministic in (seed, epoch)."""
+    rng = np.random.RandomState((seed * 1000003 + epoch) % (2 ** 32))
+    n = len(durations)
+    keys = durations * (1.0 + rng.uniform(-jitter, jitter, n))
+    order = np.argsort(keys, kind="stable")
+    batches, cur, longest = [], [], 0.0
+    for i in order:
+        d = float(durations[i])
+        new_longest = max(longest, d)
+        if cur and ((len(cur) + 1) * new_longest > batch_seconds or len(cur) >= max_batch):
+            batches.append(cur)
+            cur, new_longest = [], d
+        cur.append(int(i))
+        longest = new_longest
+    if cur:
+        batches.append(cur)
+    perm = rng.permutation(len(batches))
+    return [batches[k] for k in perm]
+
+
+def collate(items, pad_id=0):
+    """items: list of (int16 audio, token ids) -> dict of CPU tensors (audio stays int16)."""
+    B = len(items)
+    alen = torch.tensor([len(a) for a, _ in items], dtype=torch.long)
+    ulen = torch.tensor([len(y) for _, y in items], dtype=torch.long)
+    audio = np.zeros((B, int(alen.max())), dtype=np.int16)
+    labels = np.full((B, max(1, int(ulen.max()))), pad_id, dtype=np.int64)
+    for b, (a, y) in enumerate(items):
+        audio[b, :len(a)] = a
+        labels[b, :len(y)] = y
+    return {"audio": torch.from_numpy(audio), "audio_len": alen,
+            "labels": torch.from_numpy(labels)[:, :int(ulen.max())], "label_len": ulen}
+
+
+class _UttDataset(torch.utils.data.Dataset):
+    def __init__(self, corpus):
+        self.corpus = corpus
+
+    def __len__(self):
+        return len(self.corpus)
+
+    def __getitem__(self, i):
+        return self.corpus.get_audio(i), self.corpus.ids[i]
+
+
+def iterate_batches(corpus, batches, workers=0, pin=False):
+    """Yields (batch position, collated batch). In-RAM audio or workers == 0: collated here; otherwise a
+    DataLoader whose workers read the WAVs."""
+    if corpus.audio is not None or workers <= 0:
+        for k, b in enumerate(batches):
+            out = collate([(corpus.get_audio(i), corpus.ids[i]) for i in b])
+            if pin:
+                out = {k2: v.pin_memory() for k2, v in out.items()}
+            yield k, out
+        return
+    dl = torch.utils.data.DataLoader(_UttDataset(corpus), batch_sampler=batches, collate_fn=collate,
+                                     num_workers=workers, pin_memory=pin, prefetch_factor=4)
+    for k, out in enumerate(dl):
+        yield k, out

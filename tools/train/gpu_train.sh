@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The bundled model's training on the GPU machine, one step of the recipe: synthesize the training data there
+# (espeak-ng unpacked from the carried .debs/, see tools/data/README.md), then train (or resume from OUT_DIR)
+# for a time budget. Carry: .debs build-data. Deterministic: the same arguments give the same data and seed.
+#
+#   tools/train/gpu_train.sh OUT_DIR TIME_BUDGET_S MAX_STEPS [TRAIN_UTTERANCES]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=$1 budget=$2 max_steps=$3 count=${4:-45000}
+tools/data/unpack_synth_debs.sh .debs /tmp/synth >/dev/null
+export PATH="/tmp/synth/bin:$PATH" PYTHONUNBUFFERED=1
+start=$(date +%s)
+python3 tools/data/make_dataset.py --split train --count "$count" --out /tmp/data/train --jobs "$(nproc)"
+python3 tools/data/make_dataset.py --split dev --count 300 --out /tmp/data/dev --jobs "$(nproc)"
+echo "gpu_train: data ready in $(( $(date +%s) - start )) s"
+python3 tools/train/train.py --config tools/train/configs/small.yaml \
+  --tokenizer build-data/tokenizer/tokenizer.model \
+  --train-manifest /tmp/data/train/manifest.jsonl --val-manifest /tmp/data/dev/manifest.jsonl \
+  --resume --out "$out" --time-budget-s "$budget" --max-steps "$max_steps" --split-mb 15
