@@ -1,5 +1,6 @@
 // End-to-end CPU speed of the engine on 10 s of speech: features, encoder, TDT decoding and the whole
 // transcription, as RTFx (audio seconds per wall second), for
+//   - the bundled model (models/steno-tdt-small-en, 7.4 M parameters),
 //   - the golden config: nemo-tiny (tests/data/nemo-tiny converted by the test fixture, or $STENO_BENCH_TINY), and
 //   - the Parakeet-TDT-0.6B shapes: random weights written once by `write_random_model` from
 //     configs/parakeet-tdt-0.6b-v2.json into the build tree (or $STENO_BENCH_06B), bf16 on disk, fp32 in memory.
@@ -61,6 +62,8 @@ const Engine& engine(const std::string& which) {
   fs::path dir;
   if (which == "tiny") {
     dir = env_or("STENO_BENCH_TINY", fs::path(STENO_BINARY_DIR) / "testdata/nemo-tiny-25");
+  } else if (which == "bundled") {
+    dir = fs::path(STENO_SOURCE_DIR) / "models/steno-tdt-small-en";
   } else {
     dir = env_or("STENO_BENCH_06B", fs::path(STENO_BINARY_DIR) / "bench-models/parakeet-0.6b-random");
     if (!fs::exists(dir / "model.safetensors")) {
@@ -131,6 +134,7 @@ void BM_Tiny_Features(benchmark::State& s) { run(s, "tiny", Stage::kFeatures); }
 void BM_Tiny_Encoder(benchmark::State& s) { run(s, "tiny", Stage::kEncoder); }
 void BM_Tiny_Decoder(benchmark::State& s) { run(s, "tiny", Stage::kDecoder); }
 void BM_Tiny_EndToEnd(benchmark::State& s) { run(s, "tiny", Stage::kEndToEnd); }
+void BM_Bundled_EndToEnd(benchmark::State& s) { run(s, "bundled", Stage::kEndToEnd); }
 void BM_P06B_Features(benchmark::State& s) { run(s, "0.6b", Stage::kFeatures); }
 void BM_P06B_Encoder(benchmark::State& s) { run(s, "0.6b", Stage::kEncoder); }
 void BM_P06B_Decoder(benchmark::State& s) { run(s, "0.6b", Stage::kDecoder); }
@@ -140,6 +144,7 @@ BENCHMARK(BM_Tiny_Features)->Apply(args);
 BENCHMARK(BM_Tiny_Encoder)->Apply(args);
 BENCHMARK(BM_Tiny_Decoder)->Apply(args);
 BENCHMARK(BM_Tiny_EndToEnd)->Apply(args);
+BENCHMARK(BM_Bundled_EndToEnd)->Apply(args);
 BENCHMARK(BM_P06B_Features)->Apply(args);
 BENCHMARK(BM_P06B_Encoder)->Apply(args);
 BENCHMARK(BM_P06B_Decoder)->Apply(args);

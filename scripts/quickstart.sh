@@ -1,16 +1,12 @@
 #!/usr/bin/env bash
-# The README's first command: installs dependencies, builds steno, and transcribes a sample.
-#
-# Until the bundled model lands (issue "Bundled model"), the sample is transcribed with nemo-tiny: a real NeMo
-# .nemo checkpoint with RANDOM weights, converted by tools/convert_nemo.py. Its output is gibberish by design;
-# what the quick start shows is the whole path (NeMo checkpoint -> steno model -> audio -> tokens -> text).
+# The README's first command: installs dependencies, builds steno, and transcribes two bundled samples with the
+# bundled model (models/steno-tdt-small-en, trained on synthetic espeak-ng speech; held-out voices it never heard).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh steno
-model=build/models/nemo-tiny
-if [ ! -f "$model/config.json" ]; then
-  /usr/bin/python3 tools/convert_nemo.py tests/data/nemo-tiny/model.nemo "$model" >/dev/null
-fi
-echo "== steno transcribe (model: nemo-tiny, RANDOM weights: expect gibberish, not English) =="
-build/apps/steno/steno transcribe --model "$model" tests/data/nemo-tiny/clip1_4.3s.wav tests/data/nemo-tiny/clip2_9.0s.wav
+samples=tests/data/testset/espeak/audio
+echo "== steno transcribe (bundled model) =="
+build/apps/steno/steno transcribe "$samples/test-0000009.flac" "$samples/test-0000025.flac"
+echo "== what was said =="
+grep -E 'test-00000(09|25)' tests/data/testset/espeak/manifest.jsonl | sed -E 's/.*"text": "([^"]*)".*/\1/'

@@ -10,19 +10,23 @@ namespace steno::cli {
 
 namespace fs = std::filesystem;
 
+// The model trained for steno (tools/train, issue "Bundled model") and shipped in models/.
+constexpr const char* kBundledModel = "steno-tdt-small-en";
+
 std::string default_model_dir() {
   if (const char* env = std::getenv("STENO_MODEL"); env && *env) return env;
   // The bundled model: next to an installed binary (<prefix>/share/steno/models) or in the source tree.
   std::vector<fs::path> candidates;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) candidates.push_back(exe.parent_path() / "../share/steno/models/default");
-  candidates.push_back(fs::path(STENO_SOURCE_DIR) / "models/default");
+  if (!ec) candidates.push_back(exe.parent_path() / "../share/steno/models" / kBundledModel);
+  candidates.push_back(fs::path(STENO_SOURCE_DIR) / "models" / kBundledModel);
   for (const auto& c : candidates)
     if (fs::exists(c / "config.json")) return fs::weakly_canonical(c).string();
   fail(ErrorCode::kNotFound,
-       "no --model given, $STENO_MODEL is unset, and there is no bundled model (models/default); convert a NeMo "
-       "checkpoint with tools/convert_nemo.py or make one with `steno model random`");
+       "no --model given, $STENO_MODEL is unset, and the bundled model (models/{}) is missing; convert a NeMo "
+       "checkpoint with tools/convert_nemo.py or make one with `steno model random`",
+       kBundledModel);
 }
 
 }  // namespace steno::cli

@@ -1,0 +1,106 @@
+// The bundled model (models/steno-tdt-small-en) on its committed held-out test set (tests/data/testset), run the
+// way a user runs it: `steno transcribe` with no --model (so the default-model lookup is tested too).
+//   - every transcript equals the PyTorch reference's (reference_transcripts.tsv, tools/transcribe_ref.py);
+//   - the espeak-ng WER (normalize_for_wer + word edit distance) stays within 1 point of the figure measured when
+//     the model was trained (kEspeakWer, also in the README and the closing note);
+//   - the other synthesizer's (flite) WER is printed, with no bar: it shows the model out of its domain.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "steno/asr/wer.h"
+
+namespace steno::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Measured for the committed model with this test's own computation (see the README's "Bundled model").
+constexpr double kEspeakWer = 0.2113;
+
+struct SetResult {
+  std::map<std::string, std::string> hypotheses;  // audio_filepath -> text
+  asr::WordErrors errors;
+};
+
+std::string run_capture(const std::string& cmd, int* exit_code) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+SetResult transcribe_set(const std::string& name) {
+  const fs::path dir = fs::path(STENO_TEST_DATA) / "testset" / name;
+  std::vector<nlohmann::json> entries;
+  std::ifstream manifest(dir / "manifest.jsonl");
+  std::string cmd = std::string("env -u STENO_MODEL ") + STENO_BINARY + " transcribe --format json";
+  for (std::string line; std::getline(manifest, line);) {
+    entries.push_back(nlohmann::json::parse(line));
+    cmd += " " + (dir / entries.back()["audio_filepath"].get<std::string>()).string();
+  }
+  int exit_code = -1;
+  const std::string out = run_capture(cmd + " 2>/dev/null", &exit_code);
+  EXPECT_EQ(exit_code, 0) << out.substr(0, 2000);
+  SetResult r;
+  if (exit_code != 0) return r;
+  std::map<std::string, std::string> by_path;
+  const nlohmann::json doc = nlohmann::json::parse(out);
+  for (const auto& f : doc.at("files")) by_path[f.at("file").get<std::string>()] = f.at("text").get<std::string>();
+  for (const auto& e : entries) {
+    const std::string rel = e["audio_filepath"];
+    const std::string key = (dir / rel).string();
+    EXPECT_TRUE(by_path.count(key)) << key << " not in steno's output";
+    const std::string hyp = by_path[key];
+    r.hypotheses[rel] = hyp;
+    r.errors += asr::word_errors(e["text"].get<std::string>(), hyp);
+  }
+  return r;
+}
+
+std::map<std::string, std::string> reference_transcripts(const std::string& name) {
+  std::map<std::string, std::string> ref;
+  std::ifstream in(fs::path(STENO_TEST_DATA) / "testset" / name / "reference_transcripts.tsv");
+  for (std::string line; std::getline(in, line);) {
+    const auto tab = line.find('\t');
+    if (tab != std::string::npos) ref[line.substr(0, tab)] = line.substr(tab + 1);
+  }
+  return ref;
+}
+
+void expect_same_as_reference(const std::string& name, const SetResult& r) {
+  const auto ref = reference_transcripts(name);
+  ASSERT_EQ(ref.size(), r.hypotheses.size()) << name;
+  for (const auto& [path, text] : ref) EXPECT_EQ(r.hypotheses.at(path), text) << name << "/" << path;
+}
+
+TEST(BundledModel, EspeakTestSetWerAndReferenceTranscripts) {
+  const SetResult r = transcribe_set("espeak");
+  expect_same_as_reference("espeak", r);
+  std::printf("[ measured ] espeak-ng WER %.2f %% (%d errors / %d words: %d sub, %d del, %d ins)\n",
+              100 * r.errors.rate(), r.errors.errors(), r.errors.reference_words, r.errors.substitutions,
+              r.errors.deletions, r.errors.insertions);
+  EXPECT_GT(r.errors.reference_words, 150);
+  EXPECT_LE(r.errors.rate(), kEspeakWer + 0.01);
+}
+
+TEST(BundledModel, FliteTestSetIsReportedAndMatchesReference) {
+  const SetResult r = transcribe_set("flite");
+  expect_same_as_reference("flite", r);
+  std::printf("[ measured ] flite WER %.2f %% (%d errors / %d words), out of domain, no bar\n",
+              100 * r.errors.rate(), r.errors.errors(), r.errors.reference_words);
+  EXPECT_GT(r.errors.reference_words, 30);
+}
+
+}  // namespace
+}  // namespace steno::testing
