@@ -39,7 +39,9 @@ sys.path.insert(0, HERE)
 import ckpt as ckptlib  # noqa: E402
 from data import Corpus, iterate_batches, make_batches, normalize_text  # noqa: E402
 from steno_ref.decoding import greedy_tdt_batch  # noqa: E402
+from steno_ref import safetensors_io  # noqa: E402
 from steno_ref.model import FastConformerTDT  # noqa: E402
+from steno_ref.modeldir import load_weights  # noqa: E402
 from tdt_loss import joint_logprobs, tdt_loss_from_logprobs  # noqa: E402
 
 TRAIN_DEFAULTS = {
@@ -290,6 +292,10 @@ def parse_args(argv=None):
                     help="continue from CKPT (file, NAME of NAME.000 parts, or folder with last.pt); without a "
                          "value: from --out. Starts fresh when there is no checkpoint there yet.")
     ap.add_argument("--name", default="steno-tdt-small-en", help="model name stored in the config")
+    ap.add_argument("--init-model", default=None, metavar="DIR",
+                    help="fresh start from a steno model directory's weights and tokenizer (e.g. the committed "
+                         "models/steno-tdt-small-en): continues training a released model without carrying a "
+                         "checkpoint; the config's shapes must match it")
     ap.add_argument("--time-budget-s", type=float, default=None,
                     help="stop (and save) before this many seconds since process start")
     ap.add_argument("--stop-step", type=int, default=None,
@@ -368,9 +374,10 @@ def main(argv=None):
     else:
         tcfg = dict(TRAIN_DEFAULTS)
         tcfg.update(file_cfg.get("train", {}) or {})
-        if not args.tokenizer:
-            raise SystemExit("--tokenizer is required for a fresh start")
-        with open(args.tokenizer, "rb") as f:
+        tokenizer = os.path.join(args.init_model, "tokenizer.model") if args.init_model else args.tokenizer
+        if not tokenizer:
+            raise SystemExit("--tokenizer (or --init-model) is required for a fresh start")
+        with open(tokenizer, "rb") as f:
             tok_bytes = f.read()
         cfg = None
     for k in OVERRIDES:
@@ -395,6 +402,10 @@ def main(argv=None):
     model = init_model(cfg, tcfg["seed"])
     if resume is not None:
         model.load_state_dict(resume["model"])
+    elif args.init_model:
+        arrays, _, _ = safetensors_io.load(os.path.join(args.init_model, "model.safetensors"))
+        load_weights(model, {k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()})
+        log(f"initialised from {args.init_model} ({len(arrays)} tensors)", logf)
     ctc_head = make_ctc_head(cfg, tcfg["seed"]) if float(tcfg.get("ctc_weight", 0) or 0) > 0 else None
     if resume is not None and ctc_head is not None and resume.get("ctc_head") is not None:
         ctc_head.load_state_dict(resume["ctc_head"])
