@@ -10,6 +10,8 @@ packages=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libsndfile1-dev libsoxr-dev libdnnl-dev libopenblas-openmp-dev libhwy-dev
   libsentencepiece-dev sentencepiece
+  prometheus-cpp-dev
+  libboost1.81-dev  # Beast + Asio, header-only (the HTTP server)
   libgtest-dev libgmock-dev libbenchmark-dev
   # offline Python tooling: reference model, converter, golden files
   python3 python3-torch python3-numpy python3-yaml python3-sentencepiece

@@ -1,0 +1,59 @@
+// One model's dynamic batcher: a thread-safe BatchQueue (batch_queue.h has the policy) that executors pull
+// batches from, plus a reaper thread that completes expired and cancelled requests on time even while every
+// executor is busy.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "steno/serve/batch_queue.h"
+
+namespace steno::serve {
+
+class DynamicBatcher {
+ public:
+  struct Hooks {
+    CompleteFn complete;                              // rejections and expiries (required)
+    std::function<void(size_t)> queue_size_changed;  // after every change, with the new size (optional)
+  };
+
+  DynamicBatcher(BatcherConfig config, Hooks hooks);
+  // Completes anything still queued with kShuttingDown (callers drain first: shutdown(), then executors finish).
+  ~DynamicBatcher();
+  DynamicBatcher(const DynamicBatcher&) = delete;
+  DynamicBatcher& operator=(const DynamicBatcher&) = delete;
+
+  // Queues the request or completes it at once (queue full, deadline passed, cancelled, shutting down).
+  void submit(std::unique_ptr<TranscriptionRequest> request);
+
+  // Blocks until a batch is due and returns it; after shutdown() returns the remaining requests in batches
+  // without waiting for the queue delay, then nullopt once the queue is empty.
+  std::optional<Batch> next_batch();
+
+  // Stops accepting (later submits complete with kShuttingDown) and wakes every waiting executor. Idempotent.
+  void shutdown();
+
+  size_t queued() const;
+  const BatcherConfig& config() const { return queue_.config(); }
+
+ private:
+  void reap();
+  // Runs the completions outside the lock: a `done` callback may call back into the service.
+  void finish(std::vector<Completion> done, std::unique_lock<std::mutex>& lock);
+  void size_changed();  // with mu_ held
+
+  Hooks hooks_;
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;    // executors waiting in next_batch()
+  std::condition_variable reaper_cv_;  // the reaper waiting for the next deadline or sweep
+  BatchQueue queue_;
+  bool shutting_down_ = false;
+  bool stop_reaper_ = false;
+  std::optional<Clock::time_point> reaper_wake_;  // when the reaper will next look; nullopt: sleeping until told
+  std::thread reaper_;
+};
+
+}  // namespace steno::serve

@@ -1,0 +1,57 @@
+// `steno serve`'s configuration: one JSON file plus command-line flags that override it, checked as a whole.
+//
+// The file's keys are the flags' long names with '_' for '-' ({"port": 8000, "max_body_mb": 32, ...}); an
+// unknown key is an error (a typo must not silently leave a default in place). The rule that matters most: an API
+// key is required whenever the host is not a loopback address, so that steno never listens on a network
+// without one.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "steno/serve/http/server.h"
+
+namespace steno::serve::http {
+
+struct ServeConfig {
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string model;       // model directory; "" = the bundled model
+  std::string model_name;  // the name clients use; "" = the directory's last component
+  std::string api_key;     // also from $STENO_API_KEY (keeps it off the command line, which `ps` shows)
+  double max_body_mb = 64;
+  double max_audio_seconds = 1200;
+  // The inference core (batcher and lanes).
+  int lanes = 1;
+  int threads_per_lane = 0;  // 0: the machine's threads shared out among the lanes
+  int max_batch = 16;
+  double max_queue_delay_ms = 10;
+  int max_queue_size = 1024;
+  std::string gemm = "onednn";
+  // The HTTP front end.
+  int io_threads = 2;
+  int worker_threads = 2;
+  double read_timeout_s = 30;
+  double idle_timeout_s = 60;
+  double drain_timeout_s = 30;
+  std::map<std::string, std::string> model_aliases;  // e.g. {"whisper-1": "steno-tdt-small-en"}
+};
+
+// Applies the keys of a JSON object (the config file's text) over `config`. kInvalidArgument naming the key for
+// unknown keys, wrong types and malformed JSON.
+void apply_config_json(ServeConfig& config, std::string_view json_text);
+
+// Reads and applies a config file (kNotFound when it does not exist).
+void apply_config_file(ServeConfig& config, const std::string& path);
+
+// Throws kInvalidArgument naming the setting at fault: ranges, and the API-key rule.
+void validate(const ServeConfig& config);
+
+// "localhost", 127.0.0.0/8, ::1 (and ::ffff:127.x). Anything else, 0.0.0.0 and :: included, is a network.
+bool is_loopback_host(std::string_view host);
+
+// The front end's options (the model name and aliases are applied by the caller, who knows the served names).
+ServerOptions to_server_options(const ServeConfig& config);
+
+}  // namespace steno::serve::http

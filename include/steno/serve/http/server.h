@@ -1,0 +1,89 @@
+// steno's HTTP front end: the OpenAI transcription API (/v1), KServe v2 over HTTP (/v2) and /metrics, on an
+// HTTP/1.1 server built on Boost.Beast (the Beast code stays in src/serve/http; this header does not include it).
+//
+// A request's path: a connection reads it under limits (header size, body size, a read deadline), the router
+// picks a handler, the handler decodes the audio (on a worker pool, off the I/O threads) and submits a
+// TranscriptionRequest to the service; the service's `done` callback renders the response, which the
+// connection writes on its own strand. A client that disconnects while its request waits sets the request's
+// `cancelled` flag. See docs/http-api.md for the endpoints and every status the server answers.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "steno/serve/service.h"
+
+namespace steno::serve::http {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // loopback by default; see serve_config.h for the API-key rule
+  uint16_t port = 8000;            // 0 = an ephemeral port (read it back with HttpServer::port())
+  int io_threads = 2;              // threads running the I/O (accept, read, write)
+  int worker_threads = 2;          // threads parsing bodies and decoding audio before submission
+
+  size_t max_header_bytes = 16 * 1024;        // larger request headers -> 431
+  size_t max_body_bytes = size_t{64} << 20;   // larger bodies -> 413 naming the limit (--max-body-mb)
+  double max_audio_seconds = 1200;            // longer audio -> 413 naming the limit (--max-audio-seconds)
+
+  // A request must arrive whole (headers and body) within read_timeout of its first byte, else 408 and the
+  // connection is closed: a client trickling one byte per second cannot hold a connection forever.
+  std::chrono::milliseconds read_timeout{30'000};
+  // A keep-alive connection with no request in progress is closed quietly after idle_timeout.
+  std::chrono::milliseconds idle_timeout{60'000};
+  // A client that does not read its response within write_timeout is dropped.
+  std::chrono::milliseconds write_timeout{30'000};
+  // stop() waits this long for in-flight requests to be answered, then closes what is left.
+  std::chrono::milliseconds drain_timeout{30'000};
+
+  // When non-empty, every request but the health probes needs `Authorization: Bearer <api_key>` (else 401).
+  std::string api_key;
+
+  // GET /metrics returns metrics() as Prometheus text. Unset: the service's render_metrics().
+  std::function<std::string()> metrics;
+
+  // Extra names clients may use for a served model, e.g. {"whisper-1": "steno-tdt-small-en"} for clients that
+  // hard-code OpenAI's model names. Empty by default: an unknown name is a 404, never a silent substitution.
+  std::map<std::string, std::string> model_aliases;
+
+  // Reported by GET /v2/models/{m}/config (the batcher's settings; the front end does not use them).
+  int max_batch_size = 0;
+  double max_queue_delay_ms = 0;
+  int instance_count = 0;  // executor lanes
+
+  std::string server_name = "steno";
+  std::string server_version = "0.1.0";
+};
+
+class HttpServer {
+ public:
+  // `service` must outlive the server. Nothing is bound until start().
+  HttpServer(ServerOptions options, TranscriptionService& service);
+  ~HttpServer();  // stop()s
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds host:port, starts the I/O and worker threads and returns. Throws steno::Error(kUnavailable) naming the
+  // address when it cannot listen (port in use, bad host), kInvalidArgument for invalid options.
+  void start();
+
+  // The bound port (the real one when options.port was 0). Valid after start().
+  uint16_t port() const;
+
+  // Stops accepting, closes idle connections, waits (up to drain_timeout) for in-flight requests to be answered,
+  // then closes every connection and joins the threads. Does not drain the service: call its drain() after.
+  // Idempotent; safe to call from any thread but the server's own.
+  void stop();
+
+  const ServerOptions& options() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace steno::serve::http

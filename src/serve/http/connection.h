@@ -1,0 +1,108 @@
+// One client connection (Beast). Included only by connection.cc and listener.cc.
+//
+// Life of a request on a connection, all on the connection's strand:
+//   reading     parse headers and body under the limits and the read deadline (idle_timeout until the first
+//               byte, then read_timeout for the whole request); Expect: 100-continue is answered after the head
+//               passes check_head and the body limit, so a refused upload is never sent
+//   dispatched  the handler has the request; a one-shot read watches the socket so that a client that goes
+//               away sets the request's `cancelled` flag (bytes of a pipelined next request are kept)
+//   writing     the response, under write_timeout; then back to reading (keep-alive) or a lingering close
+// Errors found by the transport (408, 413, 431, malformed HTTP) are answered and the connection closed, after
+// reading and discarding what the client still sends for a moment so that it sees the answer, not a reset.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include <array>
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "listener.h"
+
+namespace steno::serve::http {
+
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+class Connection;
+
+// State shared by the acceptor and every connection: options, the handler, the drain flag, the live set.
+struct ConnectionHost {
+  ConnectionHost(const TransportOptions& o, RequestHandler& h) : options(o), handler(h) {}
+  const TransportOptions& options;
+  RequestHandler& handler;
+  std::atomic<bool> draining{false};
+  std::atomic<uint64_t> next_request{1};
+
+  std::mutex mu;
+  std::condition_variable changed;                           // notified when a connection goes away
+  std::unordered_map<Connection*, std::weak_ptr<Connection>> live;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(tcp::socket socket, ConnectionHost& host);
+  ~Connection();  // leaves host.live
+
+  void start();        // begins reading; called once, after registering in host.live
+  void drain();        // thread-safe: close now if idle, else after the request in progress is answered
+  void force_close();  // thread-safe: close now, whatever the state
+
+  // From any thread, through a Responder: the response to request number `seq`. Stale or late ones are dropped.
+  void deliver(uint64_t seq, HttpResponse response);
+
+ private:
+  enum class State { kReading, kDispatched, kWriting, kClosed };
+
+  void read_request();
+  void read_some();
+  void parse_buffered();
+  void on_read(boost::system::error_code ec, size_t bytes);
+  void on_read_error(boost::system::error_code ec);
+  void on_head();
+  void on_request();
+  void watch_peer();
+  void on_watch(boost::system::error_code ec, size_t bytes);
+  void on_deliver(uint64_t seq, HttpResponse response);
+  void write(HttpResponse response, bool close_after);
+  void fail_request(int status, const std::string& message);
+  void linger_close();
+  void linger_read();
+  void close();
+  void arm_timer(std::chrono::milliseconds after);
+  void cancel_timer();
+
+  tcp::socket socket_;
+  net::steady_timer timer_;
+  ConnectionHost& host_;
+  boost::beast::flat_buffer buffer_;
+  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  std::string remote_;
+
+  State state_ = State::kReading;
+  uint64_t seq_ = 0;           // the request being read or served
+  uint64_t timer_gen_ = 0;     // expirations of older arms are ignored
+  bool got_bytes_ = false;     // the current request has begun to arrive
+  bool head_done_ = false;
+  bool timed_out_ = false;
+  bool watching_ = false;      // a watch read is pending
+  bool peer_gone_ = false;
+  bool keep_alive_ = true;
+  std::string request_id_;                // of the request being read or served (X-Request-Id)
+  HttpRequest head_;                       // the request being read (headers; body comes at the end)
+  std::optional<HttpResponse> pending_;    // a delivered response waiting for the watch read to stop
+  std::shared_ptr<std::atomic<bool>> cancelled_;
+  std::unique_ptr<std::array<char, 16384>> linger_buffer_;
+  std::shared_ptr<Connection> self_;       // keeps a dispatched connection alive until it is answered or closed
+};
+
+}  // namespace steno::serve::http

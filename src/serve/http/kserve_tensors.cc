@@ -1,0 +1,278 @@
+#include "kserve_tensors.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
+
+namespace steno::serve::http {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "the binary tensor extension is little-endian");
+
+constexpr int kMaxNesting = 8;  // nested "data" arrays deeper than any real tensor are refused, not recursed into
+
+HttpError bad(std::string message) { return HttpError(400, std::move(message)); }
+
+// Appends the leaves of a (possibly nested) JSON array to `out`.
+void flatten(const nlohmann::json& data, int depth, const std::string& input, std::vector<const nlohmann::json*>& out) {
+  if (depth > kMaxNesting) throw bad(fmt::format("input '{}': 'data' is nested more than {} deep", input, kMaxNesting));
+  if (!data.is_array()) {
+    out.push_back(&data);
+    return;
+  }
+  for (const auto& d : data) flatten(d, depth + 1, input, out);
+}
+
+// A BYTES tensor in binary form: elements of a 4-byte little-endian length followed by that many bytes.
+std::vector<std::string> parse_binary_bytes(std::string_view data, const std::string& input) {
+  std::vector<std::string> out;
+  while (!data.empty()) {
+    if (data.size() < 4)
+      throw bad(fmt::format("input '{}': binary BYTES data ends inside an element's 4-byte length", input));
+    uint32_t len;
+    std::memcpy(&len, data.data(), 4);
+    data.remove_prefix(4);
+    if (len > data.size())
+      throw bad(fmt::format("input '{}': a binary BYTES element says {} bytes but only {} remain", input, len,
+                            data.size()));
+    out.emplace_back(data.substr(0, len));
+    data.remove_prefix(len);
+  }
+  return out;
+}
+
+void fill_from_binary(InferTensor& t, std::string_view data) {
+  if (t.datatype == "BYTES") {
+    t.bytes = parse_binary_bytes(data, t.name);
+  } else if (t.datatype == "FP32") {
+    if (data.size() % 4 != 0)
+      throw bad(fmt::format("input '{}': binary FP32 data is {} bytes, not a multiple of 4", t.name, data.size()));
+    t.fp32.resize(data.size() / 4);
+    std::memcpy(t.fp32.data(), data.data(), data.size());
+  }
+  // Other datatypes are kept without data: the handler refuses them by datatype with a clearer message.
+}
+
+void fill_from_json(InferTensor& t, const nlohmann::json& data) {
+  std::vector<const nlohmann::json*> leaves;
+  flatten(data, 0, t.name, leaves);
+  if (t.datatype == "BYTES") {
+    for (const auto* v : leaves) {
+      if (!v->is_string())
+        throw bad(fmt::format("input '{}': BYTES data must be strings (in JSON, the audio file base64-encoded)",
+                              t.name));
+      auto decoded = base64_decode(v->get_ref<const std::string&>());
+      if (!decoded)
+        throw bad(fmt::format("input '{}': BYTES data in JSON must be the audio file base64-encoded (standard "
+                              "alphabet); this string is not valid base64",
+                              t.name));
+      t.bytes.push_back(std::move(*decoded));
+    }
+  } else if (t.datatype == "FP32") {
+    t.fp32.reserve(leaves.size());
+    for (const auto* v : leaves) {
+      if (!v->is_number()) throw bad(fmt::format("input '{}': FP32 data must be numbers", t.name));
+      t.fp32.push_back(v->get<float>());
+    }
+  }
+}
+
+std::vector<int64_t> parse_shape(const nlohmann::json& j, const std::string& where) {
+  if (!j.is_array()) throw bad(fmt::format("{}: 'shape' must be an array of non-negative integers", where));
+  std::vector<int64_t> shape;
+  for (const auto& d : j) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 0)
+      throw bad(fmt::format("{}: 'shape' must be an array of non-negative integers", where));
+    shape.push_back(d.get<int64_t>());
+  }
+  return shape;
+}
+
+const nlohmann::json& object_field(const nlohmann::json& j, const char* key, const std::string& where) {
+  static const nlohmann::json empty = nlohmann::json::object();
+  const auto it = j.find(key);
+  if (it == j.end()) return empty;
+  if (!it->is_object()) throw bad(fmt::format("{}: '{}' must be an object", where, key));
+  return *it;
+}
+
+bool bool_param(const nlohmann::json& params, const char* key) {
+  const auto it = params.find(key);
+  if (it == params.end()) return false;
+  if (!it->is_boolean()) throw bad(fmt::format("parameter '{}' must be a boolean", key));
+  return it->get<bool>();
+}
+
+}  // namespace
+
+int64_t InferTensor::element_count() const {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+InferRequestBody parse_infer_request(std::string_view body, std::optional<size_t> json_length) {
+  InferRequestBody req;
+  if (json_length && *json_length == 0) {
+    // Raw binary request: the body is the one input. Accept it with or without the BYTES element's length prefix.
+    InferTensor t;
+    t.name = "audio";
+    t.datatype = "BYTES";
+    t.shape = {1};
+    uint32_t len = 0;
+    if (body.size() >= 4) std::memcpy(&len, body.data(), 4);
+    t.bytes.emplace_back(body.size() >= 4 && len == body.size() - 4 ? body.substr(4) : body);
+    req.inputs.push_back(std::move(t));
+    req.binary_data_output = true;  // the extension returns every output binary for a raw request
+    return req;
+  }
+  std::string_view json_text = body, binary;
+  if (json_length) {
+    if (*json_length > body.size())
+      throw bad(fmt::format("Inference-Header-Content-Length is {} but the body has only {} bytes", *json_length,
+                            body.size()));
+    json_text = body.substr(0, *json_length);
+    binary = body.substr(*json_length);
+  }
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw bad(fmt::format("malformed JSON in the inference request: {}", e.what()));
+  }
+  if (!doc.is_object()) throw bad("the inference request must be a JSON object");
+  if (const auto it = doc.find("id"); it != doc.end()) {
+    if (!it->is_string()) throw bad("'id' must be a string");
+    req.id = it->get<std::string>();
+  }
+  req.parameters = object_field(doc, "parameters", "the request");
+  req.binary_data_output = bool_param(req.parameters, "binary_data_output");
+
+  const auto inputs = doc.find("inputs");
+  if (inputs == doc.end() || !inputs->is_array() || inputs->empty())
+    throw bad("the inference request needs an 'inputs' array with the audio input");
+  size_t offset = 0;  // into `binary`
+  for (const auto& in : *inputs) {
+    if (!in.is_object()) throw bad("each element of 'inputs' must be an object");
+    InferTensor t;
+    const auto name = in.find("name");
+    if (name == in.end() || !name->is_string()) throw bad("an input has no 'name' string");
+    t.name = name->get<std::string>();
+    const std::string where = fmt::format("input '{}'", t.name);
+    const auto datatype = in.find("datatype");
+    if (datatype == in.end() || !datatype->is_string()) throw bad(fmt::format("{}: 'datatype' is missing", where));
+    t.datatype = datatype->get<std::string>();
+    const auto shape = in.find("shape");
+    if (shape == in.end()) throw bad(fmt::format("{}: 'shape' is missing", where));
+    t.shape = parse_shape(*shape, where);
+    t.parameters = object_field(in, "parameters", where);
+    if (const auto size = t.parameters.find("binary_data_size"); size != t.parameters.end()) {
+      if (!json_length) throw bad(fmt::format("{}: binary_data_size given without Inference-Header-Content-Length", where));
+      if (!size->is_number_unsigned()) throw bad(fmt::format("{}: binary_data_size must be a non-negative integer", where));
+      const uint64_t n = size->get<uint64_t>();
+      if (n > binary.size() - offset)
+        throw bad(fmt::format("{}: binary_data_size is {} bytes but only {} binary bytes remain in the body", where,
+                              n, binary.size() - offset));
+      fill_from_binary(t, binary.substr(offset, n));
+      offset += n;
+    } else {
+      const auto data = in.find("data");
+      if (data == in.end()) throw bad(fmt::format("{}: 'data' is missing (and no binary_data_size was given)", where));
+      fill_from_json(t, *data);
+    }
+    const size_t have = t.datatype == "BYTES" ? t.bytes.size() : t.fp32.size();
+    if ((t.datatype == "BYTES" || t.datatype == "FP32") && static_cast<int64_t>(have) != t.element_count())
+      throw bad(fmt::format("{}: shape [{}] needs {} elements but {} were given", where, fmt::join(t.shape, ", "),
+                            t.element_count(), have));
+    req.inputs.push_back(std::move(t));
+  }
+  if (offset != binary.size())
+    throw bad(fmt::format("the body has {} binary bytes after the JSON header but the inputs' binary_data_size "
+                          "account for {}",
+                          binary.size(), offset));
+
+  if (const auto outputs = doc.find("outputs"); outputs != doc.end()) {
+    if (!outputs->is_array()) throw bad("'outputs' must be an array");
+    for (const auto& out : *outputs) {
+      if (!out.is_object() || !out.contains("name") || !out["name"].is_string())
+        throw bad("each element of 'outputs' must be an object with a 'name'");
+      RequestedOutput o{out["name"].get<std::string>(), req.binary_data_output};
+      const auto& params = object_field(out, "parameters", fmt::format("output '{}'", o.name));
+      if (params.contains("binary_data")) o.binary = bool_param(params, "binary_data");
+      req.outputs.push_back(std::move(o));
+    }
+  }
+  return req;
+}
+
+HttpResponse encode_infer_response(const std::string& model, const std::optional<std::string>& id,
+                                   const std::vector<OutputTensor>& outputs) {
+  nlohmann::json doc = {{"model_name", model}, {"model_version", "1"}};
+  if (id) doc["id"] = *id;
+  doc["outputs"] = nlohmann::json::array();
+  std::string binary;
+  for (const auto& o : outputs) {
+    nlohmann::json j = {{"name", o.name}, {"datatype", o.datatype}, {"shape", o.shape}};
+    if (o.binary) {
+      const size_t before = binary.size();
+      if (o.datatype == "BYTES") {
+        for (const auto& s : o.bytes) {
+          const uint32_t len = static_cast<uint32_t>(s.size());
+          binary.append(reinterpret_cast<const char*>(&len), 4);
+          binary.append(s);
+        }
+      } else {
+        binary.append(reinterpret_cast<const char*>(o.fp32.data()), o.fp32.size() * sizeof(float));
+      }
+      j["parameters"] = {{"binary_data_size", binary.size() - before}};
+    } else if (o.datatype == "BYTES") {
+      j["data"] = o.bytes;
+    } else {
+      j["data"] = o.fp32;
+    }
+    doc["outputs"].push_back(std::move(j));
+  }
+  std::string header = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (binary.empty() && std::none_of(outputs.begin(), outputs.end(), [](const auto& o) { return o.binary; }))
+    return HttpResponse::json(200, std::move(header));
+  HttpResponse r = HttpResponse::text(200, header + binary, "application/octet-stream");
+  r.headers.emplace_back("Inference-Header-Content-Length", std::to_string(header.size()));
+  return r;
+}
+
+std::optional<std::string> base64_decode(std::string_view in) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
+  if (in.size() % 4 == 1) return std::nullopt;
+  std::string out;
+  out.reserve(in.size() * 3 / 4);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : in) {
+    const int v = value(c);
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
+
+}  // namespace steno::serve::http

@@ -1,0 +1,54 @@
+// The HTTP/1.1 transport: an acceptor and connections on a pool of threads running one io_context. This header is
+// Beast-free; listener.cc and connection.cc are the only translation units that include Beast (they compile
+// slowly, so nothing else should).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "steno/serve/http/message.h"
+
+namespace steno::serve::http {
+
+struct TransportOptions {
+  std::string host;
+  uint16_t port = 0;
+  int io_threads = 1;
+  size_t max_header_bytes = 0;
+  size_t max_body_bytes = 0;
+  std::chrono::milliseconds read_timeout{0}, idle_timeout{0}, write_timeout{0}, drain_timeout{0};
+  std::string server_header;  // the Server: header value
+};
+
+// What the transport calls for each request. Implemented by HttpServer.
+class RequestHandler {
+ public:
+  virtual ~RequestHandler() = default;
+  // Called when a request's headers are in and before its body is read (`head.body` is empty). Returning a
+  // response answers it without reading the body (the connection is then closed): e.g. 401, so that an
+  // unauthenticated client cannot make the server read a large upload.
+  virtual std::optional<HttpResponse> check_head(const HttpRequest& head) = 0;
+  // The complete request; `respond` may be called on any thread, now or later.
+  virtual void handle(HttpRequest request, Responder respond) = 0;
+  // A transport-level failure (408, 413, 431, 400 for malformed HTTP) in the shape of the API of `path`.
+  virtual HttpResponse render_error(std::string_view path, const HttpError& error) = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Binds and listens (kUnavailable naming the address on failure), then starts the I/O threads.
+  virtual void start() = 0;
+  virtual uint16_t port() const = 0;
+  // Stops accepting; closes idle connections; lets connections with a request in progress finish it (answered
+  // with Connection: close) for up to drain_timeout; then closes the rest and joins the threads.
+  virtual void stop() = 0;
+};
+
+std::unique_ptr<Transport> make_transport(const TransportOptions& options, RequestHandler& handler);
+
+}  // namespace steno::serve::http

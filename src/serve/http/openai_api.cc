@@ -1,0 +1,170 @@
+#include "openai_api.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "audio_input.h"
+#include "header_value.h"
+#include "steno/serve/http/multipart.h"
+#include "transcript_formats.h"
+
+namespace steno::serve::http {
+namespace {
+
+std::string field(const std::vector<MultipartPart>& parts, std::string_view name) {
+  const MultipartPart* p = find_part(parts, name);
+  return p ? std::string(trim(p->data)) : std::string();
+}
+
+bool has_field(const std::vector<MultipartPart>& parts, std::string_view name) {
+  return find_part(parts, name) != nullptr;
+}
+
+HttpError bad_field(const std::string& param, std::string message) {
+  return HttpError(400, std::move(message), param, "invalid_value");
+}
+
+// The form's fields, checked. Everything steno cannot honour is refused here, before the audio is decoded.
+struct TranscriptionForm {
+  const MultipartPart* file = nullptr;
+  std::string model;
+  ResponseFormat format = ResponseFormat::kJson;
+  VerboseContent verbose;
+};
+
+TranscriptionForm read_form(const ApiContext& ctx, const std::vector<MultipartPart>& parts) {
+  TranscriptionForm form;
+  form.file = find_part(parts, "file");
+  if (!form.file)
+    throw HttpError(400, "missing required field 'file': send the audio as a multipart file field named 'file'",
+                    "file", "missing_field");
+  form.model = ctx.resolve_model(field(parts, "model"));
+
+  if (const std::string language = to_lower(field(parts, "language")); !language.empty() && language != "en")
+    throw bad_field("language", fmt::format("language '{}' is not supported: steno's model transcribes English "
+                                            "only (use 'en' or omit the field)",
+                                            language));
+  // `prompt` is accepted and ignored: a transducer has no text context to prime (docs/http-api.md).
+
+  const std::string format_name = field(parts, "response_format");
+  const auto format = parse_response_format(format_name);
+  if (!format)
+    throw bad_field("response_format", fmt::format("response_format '{}' is not one of json, text, srt, vtt, "
+                                                   "verbose_json",
+                                                   format_name));
+  form.format = *format;
+
+  bool any_granularity = false;
+  form.verbose = VerboseContent{false, false};
+  for (const auto& p : parts) {
+    if (p.name != "timestamp_granularities[]" && p.name != "timestamp_granularities") continue;
+    any_granularity = true;
+    const std::string_view g = trim(p.data);
+    if (g == "word") {
+      form.verbose.words = true;
+    } else if (g == "segment") {
+      form.verbose.segments = true;
+    } else {
+      throw bad_field("timestamp_granularities[]",
+                      fmt::format("timestamp granularity '{}' is not one of word, segment", g));
+    }
+  }
+  if (!any_granularity) form.verbose.segments = true;  // OpenAI's default granularity
+  if (any_granularity && form.format != ResponseFormat::kVerboseJson)
+    throw bad_field("timestamp_granularities[]", "timestamp_granularities[] requires response_format=verbose_json");
+
+  if (has_field(parts, "temperature")) {
+    const std::string text = field(parts, "temperature");
+    char* end = nullptr;
+    errno = 0;
+    const double t = std::strtod(text.c_str(), &end);
+    if (text.empty() || errno != 0 || end != text.c_str() + text.size() || !(t >= 0 && t <= 1))
+      throw bad_field("temperature", fmt::format("temperature '{}' is not a number between 0 and 1", text));
+    if (t > 0)
+      throw bad_field("temperature", fmt::format("temperature {} is not supported: steno decodes greedily, so only "
+                                                 "temperature 0 is honoured",
+                                                 text));
+  }
+  if (const std::string stream = to_lower(field(parts, "stream")); !stream.empty() && stream != "false")
+    throw bad_field("stream", "streaming transcription (stream=true) is not supported; omit the field");
+  if (has_field(parts, "include[]") || has_field(parts, "include"))
+    throw bad_field("include[]", "include[] (logprobs) is not supported: steno does not report log-probabilities");
+  return form;
+}
+
+void transcribe(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Responder respond) {
+  const auto received = Clock::now();
+  const std::string_view content_type = request.header("Content-Type");
+  std::string media_type;
+  try {
+    media_type = parse_header_value(content_type).value;
+  } catch (const Error& e) {
+    throw HttpError(400, fmt::format("malformed Content-Type: {}", e.what()), "", "invalid_content_type");
+  }
+  if (media_type != "multipart/form-data")
+    throw HttpError(415,
+                    fmt::format("Content-Type is '{}'; /v1/audio/transcriptions takes multipart/form-data with the "
+                                "audio in a 'file' field",
+                                content_type.empty() ? "(none)" : content_type),
+                    "", "unsupported_media_type");
+  std::vector<MultipartPart> parts;
+  try {
+    parts = parse_form_data(request.body, content_type);
+  } catch (const Error& e) {
+    throw HttpError(400, fmt::format("malformed multipart body: {}", e.what()), "", "invalid_multipart");
+  }
+  const TranscriptionForm form = read_form(*ctx, parts);
+
+  Submission submission;
+  submission.model = form.model;
+  submission.received = received;
+  try {
+    submission.pcm = decode_upload(form.file->data, ctx->options.max_audio_seconds, "file");
+  } catch (const HttpError&) {
+    record_rejected(*ctx, form.model, received);
+    throw;
+  }
+  submission.input_ms = ms_since(received);
+  const double audio_seconds = static_cast<double>(submission.pcm.size()) / 16000.0;
+  RenderFn render = [format = form.format, verbose = form.verbose, audio_seconds](const TranscriptionResponse& r) {
+    RenderedBody out = render_transcript(r.transcript, format, audio_seconds, verbose);
+    return HttpResponse::text(200, std::move(out.body), std::move(out.content_type));
+  };
+  submit_transcription(ctx, request, ApiStyle::kOpenAI, std::move(submission), std::move(render),
+                       std::move(respond));
+}
+
+nlohmann::json model_object(const ApiContext& ctx, const std::string& name) {
+  const auto created = std::chrono::duration_cast<std::chrono::seconds>(ctx.started.time_since_epoch()).count();
+  return {{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "steno"}};
+}
+
+}  // namespace
+
+void add_openai_routes(Router& router, const std::shared_ptr<ApiContext>& ctx) {
+  router.add(
+      "POST", "/v1/audio/transcriptions",
+      [ctx](HttpRequest& request, Responder respond) { transcribe(ctx, request, std::move(respond)); },
+      {.offload = true});
+  router.add("POST", "/v1/audio/translations", [](HttpRequest&, Responder) {
+    throw HttpError(501, "translation is not supported: steno transcribes English speech into English text; use "
+                         "/v1/audio/transcriptions",
+                    "", "unsupported_endpoint");
+  });
+  router.add("GET", "/v1/models", [ctx](HttpRequest&, Responder respond) {
+    nlohmann::json data = nlohmann::json::array();
+    for (const auto& m : ctx->service.models()) data.push_back(model_object(*ctx, m));
+    respond(HttpResponse::json(200, nlohmann::json{{"object", "list"}, {"data", data}}.dump()));
+  });
+  router.add("GET", "/v1/models/{model}", [ctx](HttpRequest& request, Responder respond) {
+    const std::string& name = request.params.at("model");
+    if (!ctx->serves(name))
+      throw HttpError(404, fmt::format("model '{}' is not served here", name), "model", "model_not_found");
+    respond(HttpResponse::json(200, model_object(*ctx, name).dump()));
+  });
+}
+
+}  // namespace steno::serve::http

@@ -1,0 +1,167 @@
+// HttpServer: the routes (OpenAI, KServe, /metrics), authentication, and the hand-off from the transport to the
+// handlers (inline on the I/O thread for cheap ones, on the work pool for those that parse bodies or decode audio).
+#include "steno/serve/http/server.h"
+
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "api_context.h"
+#include "header_value.h"
+#include "kserve_api.h"
+#include "listener.h"
+#include "openai_api.h"
+#include "work_pool.h"
+
+namespace steno::serve::http {
+namespace {
+
+// Compares without an early exit, so that response timing does not reveal how much of a guessed key was right.
+bool constant_time_equals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size() || b.empty()) return false;  // the length is not secret enough to hide
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+void validate(const ServerOptions& o) {
+  STENO_CHECK(o.io_threads >= 1, "io_threads must be >= 1, got {}", o.io_threads);
+  STENO_CHECK(o.worker_threads >= 1, "worker_threads must be >= 1, got {}", o.worker_threads);
+  STENO_CHECK(o.max_header_bytes >= 1024, "max_header_bytes must be >= 1024, got {}", o.max_header_bytes);
+  STENO_CHECK(o.max_body_bytes >= 1, "max_body_bytes must be >= 1");
+  STENO_CHECK(o.max_audio_seconds > 0, "max_audio_seconds must be > 0, got {}", o.max_audio_seconds);
+  STENO_CHECK(o.read_timeout.count() > 0 && o.idle_timeout.count() > 0 && o.write_timeout.count() > 0,
+              "timeouts must be > 0");
+}
+
+}  // namespace
+
+class HttpServer::Impl final : public RequestHandler {
+ public:
+  Impl(ServerOptions options, TranscriptionService& service)
+      : ctx_(std::make_shared<ApiContext>(std::move(options), service)) {
+    validate(ctx_->options);
+    add_openai_routes(router_, ctx_);
+    add_kserve_routes(router_, ctx_);
+    // /metrics: the options' callback, else the service's own Prometheus text.
+    std::function<std::string()> metrics = ctx_->options.metrics;
+    if (!metrics) metrics = [ctx = ctx_] { return ctx->service.render_metrics(); };
+    router_.add("GET", "/metrics", [metrics](HttpRequest&, Responder respond) {
+      respond(HttpResponse::text(200, metrics(), "text/plain; version=0.0.4; charset=utf-8"));
+    });
+  }
+
+  ~Impl() override { stop(); }
+
+  void start() {
+    STENO_CHECK(!transport_, "the server was already started");
+    const ServerOptions& o = ctx_->options;
+    pool_ = std::make_unique<WorkPool>(o.worker_threads);
+    TransportOptions t;
+    t.host = o.host;
+    t.port = o.port;
+    t.io_threads = o.io_threads;
+    t.max_header_bytes = o.max_header_bytes;
+    t.max_body_bytes = o.max_body_bytes;
+    t.read_timeout = o.read_timeout;
+    t.idle_timeout = o.idle_timeout;
+    t.write_timeout = o.write_timeout;
+    t.drain_timeout = o.drain_timeout;
+    t.server_header = o.server_name + "/" + o.server_version;
+    transport_ = make_transport(t, *this);
+    transport_->start();
+  }
+
+  void stop() {
+    if (transport_) transport_->stop();
+    pool_.reset();  // runs what was queued (their answers go nowhere now), then joins
+  }
+
+  uint16_t port() const { return transport_ ? transport_->port() : 0; }
+  const ServerOptions& options() const { return ctx_->options; }
+
+  // ---- RequestHandler -----------------------------------------------------------------------------------------
+
+  std::optional<HttpResponse> check_head(const HttpRequest& head) override {
+    const std::string& key = ctx_->options.api_key;
+    if (key.empty()) return std::nullopt;
+    const Router::Match m = router_.match(head.method, head.path);
+    if (m.route && m.route->options.public_route) return std::nullopt;
+    const std::string_view auth = trim(head.header("Authorization"));
+    const bool bearer = auth.size() > 7 && to_lower(auth.substr(0, 7)) == "bearer ";
+    if (bearer && constant_time_equals(trim(auth.substr(7)), key)) return std::nullopt;
+    spdlog::info("{} {} {} from {}: 401 ({})", head.id, head.method, head.path, head.remote,
+                 auth.empty() ? "no Authorization header" : "wrong API key");
+    HttpResponse r = error_response(
+        head.path, HttpError(401,
+                             auth.empty() ? "missing API key: send it as 'Authorization: Bearer <key>'"
+                                          : "invalid API key in the Authorization header",
+                             "", "invalid_api_key"));
+    r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return r;
+  }
+
+  void handle(HttpRequest request, Responder respond) override {
+    const Router::Match m = router_.match(request.method, request.path);
+    if (!m.route) {
+      if (m.allowed_methods.empty()) {
+        respond(error_response(request.path, HttpError(404, fmt::format("no such endpoint: {} {}", request.method,
+                                                                        request.path),
+                                                       "", "not_found")));
+      } else {
+        HttpResponse r = error_response(
+            request.path, HttpError(405, fmt::format("{} does not accept {} (allowed: {})", request.path,
+                                                     request.method, fmt::join(m.allowed_methods, ", ")),
+                                    "", "method_not_allowed"));
+        r.headers.emplace_back("Allow", fmt::format("{}", fmt::join(m.allowed_methods, ", ")));
+        respond(std::move(r));
+      }
+      return;
+    }
+    request.params = m.params;
+    const Route* route = m.route;
+    if (route->options.offload) {
+      pool_->post([route, request = std::move(request), respond = std::move(respond)]() mutable {
+        run(*route, request, std::move(respond));
+      });
+    } else {
+      run(*route, request, std::move(respond));
+    }
+  }
+
+  HttpResponse render_error(std::string_view path, const HttpError& error) override {
+    return error_response(path, error);
+  }
+
+ private:
+  static void run(const Route& route, HttpRequest& request, Responder respond) {
+    try {
+      route.handler(request, respond);
+    } catch (const HttpError& e) {
+      if (e.status >= 500) spdlog::error("{} {} {}: {} {}", request.id, request.method, request.path, e.status, e.what());
+      else spdlog::info("{} {} {}: {} {}", request.id, request.method, request.path, e.status, e.what());
+      respond(error_response(request.path, e));
+    } catch (const Error& e) {
+      const HttpError mapped = error_from_exception(e);
+      spdlog::info("{} {} {}: {} {}", request.id, request.method, request.path, mapped.status, e.what());
+      respond(error_response(request.path, mapped));
+    } catch (const std::exception& e) {
+      spdlog::error("{} {} {}: unexpected error: {}", request.id, request.method, request.path, e.what());
+      respond(error_response(request.path, HttpError(500, fmt::format("internal error: {}", e.what()))));
+    }
+  }
+
+  std::shared_ptr<ApiContext> ctx_;
+  Router router_;
+  std::unique_ptr<WorkPool> pool_;
+  std::unique_ptr<Transport> transport_;
+};
+
+HttpServer::HttpServer(ServerOptions options, TranscriptionService& service)
+    : impl_(std::make_unique<Impl>(std::move(options), service)) {}
+HttpServer::~HttpServer() = default;
+void HttpServer::start() { impl_->start(); }
+uint16_t HttpServer::port() const { return impl_->port(); }
+void HttpServer::stop() { impl_->stop(); }
+const ServerOptions& HttpServer::options() const { return impl_->options(); }
+
+}  // namespace steno::serve::http

@@ -1,0 +1,100 @@
+#include "transcript_formats.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+namespace steno::serve::http {
+namespace {
+
+constexpr const char* kText = "text/plain; charset=utf-8";
+
+std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+// Cues for srt/vtt: the transcript's segments; a transcript with text but no segments becomes one cue.
+std::vector<asr::TimedText> cues(const asr::Transcript& t, double audio_seconds) {
+  if (!t.segments.empty()) return t.segments;
+  if (t.text.empty()) return {};
+  return {asr::TimedText{t.text, 0.0, audio_seconds}};
+}
+
+double round_ms(double s) { return std::round(s * 1000.0) / 1000.0; }
+
+}  // namespace
+
+std::optional<ResponseFormat> parse_response_format(std::string_view name) {
+  if (name.empty() || name == "json") return ResponseFormat::kJson;
+  if (name == "text") return ResponseFormat::kText;
+  if (name == "srt") return ResponseFormat::kSrt;
+  if (name == "vtt") return ResponseFormat::kVtt;
+  if (name == "verbose_json") return ResponseFormat::kVerboseJson;
+  return std::nullopt;
+}
+
+std::string format_cue_time(double seconds, char millis_separator) {
+  const long long total_ms = std::llround(std::max(0.0, seconds) * 1000.0);
+  return fmt::format("{:02}:{:02}:{:02}{}{:03}", total_ms / 3'600'000, total_ms / 60'000 % 60, total_ms / 1000 % 60,
+                     millis_separator, total_ms % 1000);
+}
+
+RenderedBody render_transcript(const asr::Transcript& t, ResponseFormat format, double audio_seconds,
+                               VerboseContent verbose) {
+  switch (format) {
+    case ResponseFormat::kJson:
+      return {dump({{"text", t.text}}), "application/json"};
+    case ResponseFormat::kText:
+      return {t.text + "\n", kText};
+    case ResponseFormat::kSrt: {
+      std::string out;
+      int index = 1;
+      for (const auto& c : cues(t, audio_seconds))
+        out += fmt::format("{}\n{} --> {}\n{}\n\n", index++, format_cue_time(c.start, ','),
+                           format_cue_time(c.end, ','), c.text);
+      return {out, kText};
+    }
+    case ResponseFormat::kVtt: {
+      std::string out = "WEBVTT\n\n";
+      for (const auto& c : cues(t, audio_seconds))
+        out += fmt::format("{} --> {}\n{}\n\n", format_cue_time(c.start, '.'), format_cue_time(c.end, '.'), c.text);
+      return {out, kText};
+    }
+    case ResponseFormat::kVerboseJson: {
+      // Field names and types as openai-python's TranscriptionVerbose. steno's greedy TDT decoder has no
+      // sampling temperature, log-probabilities or no-speech estimate: those are reported as 0 (docs/http-api.md).
+      nlohmann::json doc = {{"task", "transcribe"},
+                            {"language", "english"},
+                            {"duration", round_ms(audio_seconds)},
+                            {"text", t.text}};
+      if (verbose.segments) {
+        nlohmann::json segments = nlohmann::json::array();
+        int id = 0;
+        for (const auto& s : cues(t, audio_seconds))
+          segments.push_back({{"id", id++},
+                              {"seek", 0},
+                              {"start", round_ms(s.start)},
+                              {"end", round_ms(s.end)},
+                              {"text", s.text},
+                              {"tokens", nlohmann::json::array()},
+                              {"temperature", 0.0},
+                              {"avg_logprob", 0.0},
+                              {"compression_ratio", 0.0},
+                              {"no_speech_prob", 0.0}});
+        doc["segments"] = std::move(segments);
+      }
+      if (verbose.words) {
+        nlohmann::json words = nlohmann::json::array();
+        for (const auto& w : t.words)
+          words.push_back({{"word", w.text}, {"start", round_ms(w.start)}, {"end", round_ms(w.end)}});
+        doc["words"] = std::move(words);
+      }
+      doc["usage"] = {{"type", "duration"}, {"seconds", round_ms(audio_seconds)}};
+      return {dump(doc), "application/json"};
+    }
+  }
+  return {dump({{"text", t.text}}), "application/json"};
+}
+
+}  // namespace steno::serve::http

@@ -1,0 +1,32 @@
+// A few threads that run handlers which parse large bodies or decode audio, so that this CPU work never stalls
+// the I/O threads (and with them every other connection, health probes included).
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace steno::serve::http {
+
+class WorkPool {
+ public:
+  explicit WorkPool(int threads);
+  ~WorkPool();  // runs what is queued, then joins
+  WorkPool(const WorkPool&) = delete;
+  WorkPool& operator=(const WorkPool&) = delete;
+
+  void post(std::function<void()> task);
+
+ private:
+  void run();
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace steno::serve::http

@@ -1,0 +1,130 @@
+// POST /v1/audio/transcriptions and GET /v1/models over real HTTP: curl (as users run it) and the Beast client.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_server.h"
+
+namespace steno::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string file_arg() { return "-F 'file=@" + test_audio(kClip) + "'"; }
+
+TEST(OpenAI, TranscribesWithTheRealEngineInEveryFormat) {
+  TestServer s(FakeService::Mode::kTranscribe);
+  CurlResult r = curl(s.port(), "/v1/audio/transcriptions", file_arg() + " -F model=steno-tdt-small-en");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body), (json{{"text", kClipTranscript}}));
+
+  r = curl(s.port(), "/v1/audio/transcriptions", file_arg() + " -F response_format=text");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, std::string(kClipTranscript) + "\n");
+
+  r = curl(s.port(), "/v1/audio/transcriptions",
+           file_arg() + " -F response_format=verbose_json -F 'timestamp_granularities[]=word' "
+                        "-F 'timestamp_granularities[]=segment' -F language=en -F prompt=ignored -F temperature=0");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json v = json::parse(r.body);
+  EXPECT_EQ(v["text"], kClipTranscript);
+  EXPECT_EQ(v["task"], "transcribe");
+  EXPECT_NEAR(v["duration"].get<double>(), 1.753, 0.01);
+  ASSERT_EQ(v["words"].size(), 7u);  // "the rent is seven pounds a month"
+  EXPECT_EQ(v["words"][0]["word"], "the");
+  double last_end = 0;
+  for (const auto& w : v["words"]) {
+    EXPECT_GE(w["start"].get<double>(), last_end - 1e-9);
+    EXPECT_GE(w["end"].get<double>(), w["start"].get<double>());
+    last_end = w["end"].get<double>();
+  }
+  EXPECT_LE(last_end, 1.8);
+  ASSERT_GE(v["segments"].size(), 1u);
+  EXPECT_EQ(v["segments"][0]["text"], kClipTranscript);
+}
+
+TEST(OpenAI, SubtitleFormatsFromSegments) {
+  TestServer s;  // canned: "hello" 0.08-0.48, "world" 0.64-1.2
+  CurlResult r = curl(s.port(), "/v1/audio/transcriptions", file_arg() + " -F response_format=srt");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, "1\n00:00:00,080 --> 00:00:00,480\nhello\n\n2\n00:00:00,640 --> 00:00:01,200\nworld\n\n");
+  r = curl(s.port(), "/v1/audio/transcriptions", file_arg() + " -F response_format=vtt");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, "WEBVTT\n\n00:00:00.080 --> 00:00:00.480\nhello\n\n00:00:00.640 --> 00:00:01.200\nworld\n\n");
+  // verbose_json without granularities: segments (OpenAI's default), no words.
+  r = curl(s.port(), "/v1/audio/transcriptions", file_arg() + " -F response_format=verbose_json");
+  const json v = json::parse(r.body);
+  EXPECT_EQ(v["segments"].size(), 2u);
+  EXPECT_FALSE(v.contains("words"));
+  EXPECT_EQ(v["segments"][1]["start"], 0.64);
+}
+
+TEST(OpenAI, BeastClientKeepAliveAndModelAliases) {
+  serve::http::ServerOptions o;
+  o.model_aliases = {{"whisper-1", FakeService::kModel}};
+  TestServer s(FakeService::Mode::kCanned, o);
+  HttpClient client(s.port());
+  Form form;
+  form.fields = {{"model", "whisper-1"}};
+  form.file = read_file(test_audio(kClip));
+  for (int i = 0; i < 3; ++i) {  // one connection, three requests
+    const ClientResponse r =
+        client.request("POST", "/v1/audio/transcriptions", form.body(), {{"Content-Type", form.content_type()}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(json::parse(r.body)["text"], "hello world");
+    EXPECT_TRUE(r.keep_alive);
+    EXPECT_EQ(r.header("X-Request-Id").substr(0, 4), "req-");
+  }
+  const auto seen = s.service.seen();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].model, FakeService::kModel);  // the alias reached the core as the served name
+  EXPECT_NEAR(static_cast<double>(seen[0].samples), 1.753 * 16000, 16);
+}
+
+TEST(OpenAI, ListsModels) {
+  TestServer s;
+  CurlResult r = curl(s.port(), "/v1/models", "");
+  ASSERT_EQ(r.status, 200);
+  const json j = json::parse(r.body);
+  EXPECT_EQ(j["object"], "list");
+  EXPECT_EQ(j["data"][0]["id"], FakeService::kModel);
+  EXPECT_EQ(j["data"][0]["object"], "model");
+  EXPECT_EQ(curl(s.port(), "/v1/models/steno-tdt-small-en", "").status, 200);
+  EXPECT_EQ(curl(s.port(), "/v1/models/whisper-1", "").status, 404);
+}
+
+// Each refused field: the status, OpenAI's error shape, and the field named in "param".
+TEST(OpenAI, RefusesWhatItCannotHonour) {
+  TestServer s;
+  struct Case {
+    std::string args;
+    int status;
+    std::string param;
+    std::string fragment;
+  } cases[] = {
+      {"-F model=whisper-1", 404, "model", "available: steno-tdt-small-en"},
+      {"-F language=fr", 400, "language", "English only"},
+      {"-F temperature=0.2", 400, "temperature", "greedily"},
+      {"-F temperature=abc", 400, "temperature", "not a number"},
+      {"-F response_format=xml", 400, "response_format", "xml"},
+      {"-F 'timestamp_granularities[]=word'", 400, "timestamp_granularities[]", "requires response_format=verbose_json"},
+      {"-F response_format=verbose_json -F 'timestamp_granularities[]=char'", 400, "timestamp_granularities[]",
+       "char"},
+      {"-F stream=true", 400, "stream", "not supported"},
+      {"-F 'include[]=logprobs'", 400, "include[]", "log-probabilities"},
+  };
+  for (const Case& c : cases) {
+    const CurlResult r = curl(s.port(), "/v1/audio/transcriptions", file_arg() + " " + c.args);
+    EXPECT_EQ(r.status, c.status) << c.args << ": " << r.body;
+    const json e = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(e.contains("error")) << r.body;
+    EXPECT_EQ(e["error"]["param"], c.param) << c.args;
+    EXPECT_EQ(e["error"]["type"], "invalid_request_error") << c.args;
+    EXPECT_NE(e["error"]["message"].get<std::string>().find(c.fragment), std::string::npos) << e.dump();
+  }
+  EXPECT_TRUE(s.service.seen().empty());  // nothing refused reached the core
+  EXPECT_EQ(curl(s.port(), "/v1/audio/translations", file_arg()).status, 501);
+}
+
+}  // namespace
+}  // namespace steno::testing

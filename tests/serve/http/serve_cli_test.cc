@@ -1,0 +1,105 @@
+// `steno serve` as users run it: the real binary with the real inference core and the bundled model. Checks the
+// start-up refusals, a transcription through curl, and that SIGTERM lets a request in flight finish and exits 0.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "test_client.h"
+#include "test_server.h"
+
+namespace steno::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string run(const std::string& cmd, int* exit_code) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(ServeCli, RefusesUnsafeOrInvalidSettings) {
+  int rc = 0;
+  std::string out = run(std::string("env -u STENO_API_KEY ") + STENO_BINARY + " serve --host 0.0.0.0 --port 0", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("without an API key"), std::string::npos) << out;
+
+  const fs::path config = fs::temp_directory_path() / "steno-http-test-config.json";
+  std::ofstream(config) << R"({"prot": 8000})";
+  out = run(std::string(STENO_BINARY) + " serve --config " + config.string(), &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("unknown setting 'prot'"), std::string::npos) << out;
+  fs::remove(config);
+}
+
+TEST(ServeCli, ServesThenDrainsOnSigterm) {
+  const fs::path dir = fs::temp_directory_path() / ("steno-http-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  // The file sets the port to 1 (privileged, would fail); the flag overrides it with 0 (any free port).
+  std::ofstream(dir / "config.json") << R"({"port": 1, "max_batch": 4, "max_queue_delay_ms": 5})";
+  const std::string cmd = "(" + std::string(STENO_BINARY) + " serve --config " + (dir / "config.json").string() +
+                          " --port 0 2>" + (dir / "log").string() + " & echo $! > " + (dir / "pid").string() +
+                          "; wait $!; echo $? > " + (dir / "rc").string() + ") &";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+
+  // The port, from the start-up line.
+  int port = 0;
+  const std::regex listening("on http://127\\.0\\.0\\.1:([0-9]+)");
+  for (int i = 0; i < 200 && port == 0; ++i) {
+    std::smatch m;
+    const std::string log = slurp(dir / "log");
+    if (std::regex_search(log, m, listening)) port = std::stoi(m[1]);
+    else std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_GT(port, 0) << slurp(dir / "log");
+  const pid_t pid = std::stoi(slurp(dir / "pid"));
+
+  const CurlResult r = curl(static_cast<uint16_t>(port), "/v1/audio/transcriptions",
+                            "-F 'file=@" + test_audio(kClip) + "' -F model=steno-tdt-small-en");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body, nullptr, false)["text"], kClipTranscript) << r.body;
+
+  // A request in flight when SIGTERM arrives is still answered.
+  Form form;
+  form.file = read_file(test_audio("test-0000005.flac"));
+  HttpClient client(static_cast<uint16_t>(port));
+  const std::string body = form.body();
+  client.send_raw("POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: " + form.content_type() +
+                  "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  std::this_thread::sleep_for(20ms);  // long enough for the server to read it, shorter than transcribing it
+  kill(pid, SIGTERM);
+  const auto response = client.read_response();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 200) << response->body;
+
+  std::string rc;
+  for (int i = 0; i < 200 && rc.empty(); ++i) {
+    rc = slurp(dir / "rc");
+    if (rc.empty()) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(rc, "0\n") << slurp(dir / "log");
+  EXPECT_NE(slurp(dir / "log").find("SIGTERM received"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace steno::testing

@@ -1,0 +1,334 @@
+// The inference core end to end: the bundled model behind two lanes under 200 concurrent requests (each answered
+// once, with the transcript `steno transcribe` gives, in real batches), drain while busy, the metrics; and, with
+// stand-in runners, the failure paths (engine errors, a lane that cannot start, deadlines while lanes are busy).
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "metrics_text.h"
+#include "steno/audio/decode.h"
+#include "steno/core/error.h"
+#include "steno/serve/inference_core.h"
+
+namespace steno::serve {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using testing::metric_value;
+
+constexpr const char* kModelName = "steno-tdt-small-en";
+
+struct Clip {
+  std::vector<float> pcm;
+  std::string reference;  // reference_transcripts.tsv: what `steno transcribe` prints (tests/engine checks that)
+};
+
+// Every response, by request index; counts how often each request was answered.
+class Responses {
+ public:
+  explicit Responses(size_t n) : calls_(n, 0), responses_(n) {}
+
+  std::function<void(TranscriptionResponse)> done_for(size_t i) {
+    return [this, i](TranscriptionResponse r) {
+      std::lock_guard lock(mu_);
+      if (++calls_[i] == 1) responses_[i] = std::move(r);
+      ++answered_;
+      cv_.notify_all();
+    };
+  }
+  bool wait_all(std::chrono::seconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return answered_ >= calls_.size(); });
+  }
+  bool wait_for(size_t i, std::chrono::seconds timeout) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return calls_[i] > 0; });
+  }
+  size_t answered() {
+    std::lock_guard lock(mu_);
+    return answered_;
+  }
+  int calls(size_t i) {
+    std::lock_guard lock(mu_);
+    return calls_[i];
+  }
+  TranscriptionResponse& at(size_t i) { return responses_[i]; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<int> calls_;
+  std::vector<TranscriptionResponse> responses_;
+  size_t answered_ = 0;
+};
+
+class InferenceCoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    spdlog::set_level(spdlog::level::warn);  // one info line per request would drown the test output
+    model_ = asr::AsrModel::load(std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en");
+    const fs::path dir = fs::path(STENO_TEST_DATA) / "testset" / "espeak";
+    std::ifstream tsv(dir / "reference_transcripts.tsv");
+    for (std::string line; std::getline(tsv, line);) {
+      const size_t tab = line.find('\t');
+      if (tab == std::string::npos) continue;
+      clips_.push_back({audio::load_audio_file((dir / line.substr(0, tab)).string()).samples, line.substr(tab + 1)});
+    }
+  }
+  static void TearDownTestSuite() {
+    model_.reset();
+    clips_.clear();
+  }
+
+  static std::unique_ptr<InferenceCore> make_core(int lanes, BatcherConfig batcher) {
+    CoreConfig config;
+    config.batcher = batcher;
+    config.lanes.lanes = lanes;
+    config.lanes.threads_per_lane = 1;
+    return std::make_unique<InferenceCore>(std::vector<ModelSpec>{{kModelName, "1", model_, nullptr}}, config);
+  }
+
+  static std::unique_ptr<TranscriptionRequest> clip_request(size_t i, Responses& responses) {
+    auto r = std::make_unique<TranscriptionRequest>();
+    r->id = "req-" + std::to_string(i);
+    r->model = kModelName;
+    r->pcm = clips_[i % clips_.size()].pcm;
+    r->done = responses.done_for(i);
+    return r;
+  }
+
+  static std::shared_ptr<const asr::AsrModel> model_;
+  static std::vector<Clip> clips_;
+};
+
+std::shared_ptr<const asr::AsrModel> InferenceCoreTest::model_;
+std::vector<Clip> InferenceCoreTest::clips_;
+
+TEST_F(InferenceCoreTest, ConcurrentRequestsAreEachAnsweredOnceWithTheCliTranscriptInRealBatches) {
+  ASSERT_EQ(clips_.size(), 40u);
+  BatcherConfig batcher;
+  batcher.max_batch_size = 8;
+  batcher.max_queue_delay = 20ms;
+  auto core = make_core(2, batcher);
+  EXPECT_TRUE(core->ready());
+  EXPECT_EQ(core->models(), std::vector<std::string>{kModelName});
+
+  constexpr size_t kRequests = 200, kThreads = 4;
+  Responses responses(kRequests);
+  std::vector<std::thread> clients;
+  for (size_t t = 0; t < kThreads; ++t)
+    clients.emplace_back([&, t] {
+      for (size_t i = t; i < kRequests; i += kThreads) core->submit(clip_request(i, responses));
+    });
+  for (auto& c : clients) c.join();
+  ASSERT_TRUE(responses.wait_all(120s)) << responses.answered() << " of " << kRequests << " answered";
+  core->drain();
+
+  double audio_s = 0, exec_count = 0;
+  for (size_t i = 0; i < kRequests; ++i) {
+    EXPECT_EQ(responses.calls(i), 1) << i;
+    const TranscriptionResponse& r = responses.at(i);
+    ASSERT_EQ(r.outcome, Outcome::kOk) << i << ": " << r.message;
+    EXPECT_EQ(r.transcript.text, clips_[i % clips_.size()].reference) << "request " << i;
+    EXPECT_GE(r.batch_size, 1);
+    EXPECT_LE(r.batch_size, 8);
+    EXPECT_GT(r.durations.compute_ms, 0);
+    EXPECT_GE(r.durations.compute_ms, r.durations.encoder_ms);
+    audio_s += static_cast<double>(clips_[i % clips_.size()].pcm.size()) / 16000;
+    exec_count += 1.0 / r.batch_size;  // a batch of n contributes n x 1/n = 1
+  }
+
+  const std::string text = core->render_metrics();
+  const std::map<std::string, std::string> labels = {{"model", kModelName}, {"version", "1"}};
+  EXPECT_EQ(metric_value(text, "nv_inference_request_success", labels), 200.0);
+  for (const char* reason : {"REJECTED", "CANCELED", "BACKEND", "OTHER"})
+    EXPECT_EQ(metric_value(text, "nv_inference_request_failure", {{"model", kModelName}, {"reason", reason}}), 0.0);
+  EXPECT_EQ(metric_value(text, "nv_inference_count", labels), 200.0);
+  const double execs = metric_value(text, "nv_inference_exec_count", labels).value_or(0);
+  EXPECT_NEAR(execs, exec_count, 1e-6);
+  const double mean_batch = 200.0 / execs;
+  std::printf("[ measured ] 200 requests in %.0f batches: mean batch size %.2f\n", execs, mean_batch);
+  EXPECT_GT(mean_batch, 1.0);
+  EXPECT_EQ(metric_value(text, "nv_inference_pending_request_count", labels), 0.0);
+  EXPECT_NEAR(metric_value(text, "steno_audio_seconds_total", labels).value_or(0), audio_s, 1e-6);
+  EXPECT_EQ(metric_value(text, "steno_batch_size_count", labels), execs);
+  EXPECT_GT(metric_value(text, "nv_inference_compute_infer_duration_us", labels).value_or(0), 0);
+  EXPECT_GT(metric_value(text, "nv_inference_queue_duration_us", labels).value_or(0), 0);
+  EXPECT_GT(metric_value(text, "nv_inference_request_duration_us", labels).value_or(0), 0);
+  EXPECT_GT(metric_value(text, "steno_stage_duration_us", {{"stage", "encoder"}}).value_or(0), 0);
+}
+
+TEST_F(InferenceCoreTest, DrainWhileBusyFinishesQueuedWorkAndRefusesNewWork) {
+  BatcherConfig batcher;
+  batcher.max_batch_size = 8;
+  batcher.max_queue_delay = std::chrono::hours(1);  // only full batches go by themselves; drain must flush the rest
+  auto core = make_core(2, batcher);
+
+  constexpr size_t kQueued = 60, kLateCap = 5000;
+  Responses responses(kQueued + kLateCap);
+  for (size_t i = 0; i < kQueued; ++i) core->submit(clip_request(i, responses));
+
+  // A client that goes on submitting (short clips) during the drain: each of its requests is served or refused,
+  // never lost.
+  std::atomic<bool> refused{false};
+  std::atomic<size_t> late_sent{0};
+  std::thread client([&] {
+    for (size_t i = kQueued; i < kQueued + kLateCap && !refused; ++i) {
+      auto r = clip_request(i, responses);
+      r->pcm.resize(1600);
+      r->done = [&, inner = responses.done_for(i)](TranscriptionResponse resp) {
+        if (resp.outcome == Outcome::kShuttingDown) refused = true;
+        inner(std::move(resp));
+      };
+      core->submit(std::move(r));
+      ++late_sent;
+    }
+  });
+  while (late_sent < 10) std::this_thread::yield();
+  EXPECT_LT(responses.answered(), kQueued);  // requests were still queued or running when the drain began
+  core->drain();
+  EXPECT_FALSE(core->ready());
+  client.join();
+  EXPECT_TRUE(refused);
+
+  for (size_t i = 0; i < kQueued; ++i) {
+    EXPECT_EQ(responses.calls(i), 1) << i;
+    EXPECT_EQ(responses.at(i).outcome, Outcome::kOk) << i << ": " << responses.at(i).message;
+    EXPECT_EQ(responses.at(i).transcript.text, clips_[i % clips_.size()].reference) << i;
+  }
+  for (size_t i = kQueued; i < kQueued + late_sent; ++i) {
+    EXPECT_EQ(responses.calls(i), 1) << i;
+    const Outcome o = responses.at(i).outcome;
+    EXPECT_TRUE(o == Outcome::kOk || o == Outcome::kShuttingDown || o == Outcome::kQueueFull) << outcome_name(o);
+  }
+
+  Responses after(1);
+  core->submit(clip_request(0, after));
+  ASSERT_EQ(after.calls(0), 1);  // answered inside submit
+  EXPECT_EQ(after.at(0).outcome, Outcome::kShuttingDown);
+  core->drain();  // idempotent
+}
+
+TEST_F(InferenceCoreTest, AnUnknownModelIsRefusedWithoutCreatingItsSeries) {
+  auto core = make_core(1, BatcherConfig{});
+  Responses responses(1);
+  auto r = clip_request(0, responses);
+  r->model = "whisper-large";
+  core->submit(std::move(r));
+  ASSERT_EQ(responses.calls(0), 1);
+  EXPECT_EQ(responses.at(0).outcome, Outcome::kUnknownModel);
+  EXPECT_NE(responses.at(0).message.find("whisper-large"), std::string::npos);
+  EXPECT_NE(responses.at(0).message.find(kModelName), std::string::npos);
+  EXPECT_EQ(core->render_metrics().find("whisper-large"), std::string::npos);
+}
+
+// ---- stand-in runners: the failure paths without the model ---------------------------------------------
+
+std::unique_ptr<TranscriptionRequest> stub_request(size_t i, Responses& responses, size_t samples = 1600) {
+  auto r = std::make_unique<TranscriptionRequest>();
+  r->id = "stub-" + std::to_string(i);
+  r->model = "stub";
+  r->pcm.assign(samples, 0.0f);
+  r->done = responses.done_for(i);
+  return r;
+}
+
+class FnRunner final : public BatchRunner {
+ public:
+  using Fn = std::function<std::vector<asr::Transcript>(const std::vector<std::span<const float>>&)>;
+  explicit FnRunner(Fn fn) : fn_(std::move(fn)) {}
+  std::vector<asr::Transcript> run(const std::vector<std::span<const float>>& clips, asr::StageTimings*) override {
+    return fn_(clips);
+  }
+
+ private:
+  Fn fn_;
+};
+
+std::unique_ptr<InferenceCore> stub_core(RunnerFactory runners, int lanes = 1) {
+  CoreConfig config;
+  config.batcher.max_queue_delay = 0us;
+  config.lanes.lanes = lanes;
+  config.lanes.threads_per_lane = 1;
+  return std::make_unique<InferenceCore>(std::vector<ModelSpec>{{"stub", "1", nullptr, std::move(runners)}},
+                                         config);
+}
+
+TEST(InferenceCoreFailures, AnEngineErrorFailsEveryRequestOfItsBatchOnce) {
+  auto core = stub_core([](int) {
+    return std::make_unique<FnRunner>([](const auto&) -> std::vector<asr::Transcript> {
+      throw Error(ErrorCode::kInternal, "engine exploded");
+    });
+  });
+  Responses responses(5);
+  for (size_t i = 0; i < 5; ++i) core->submit(stub_request(i, responses));
+  ASSERT_TRUE(responses.wait_all(30s));
+  core->drain();
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(responses.calls(i), 1);
+    EXPECT_EQ(responses.at(i).outcome, Outcome::kError);
+    EXPECT_EQ(responses.at(i).message, "engine exploded");
+  }
+  const std::string text = core->render_metrics();
+  EXPECT_EQ(metric_value(text, "nv_inference_request_failure", {{"reason", "BACKEND"}}), 5.0);
+  EXPECT_EQ(metric_value(text, "nv_inference_exec_count", {{"model", "stub"}}), 0.0);
+}
+
+TEST(InferenceCoreFailures, ALaneThatCannotStartFailsItsBatchesInsteadOfHanging) {
+  auto core = stub_core([](int) -> std::unique_ptr<BatchRunner> { throw Error(ErrorCode::kUnavailable, "no GPU"); });
+  Responses responses(3);
+  for (size_t i = 0; i < 3; ++i) core->submit(stub_request(i, responses));
+  ASSERT_TRUE(responses.wait_all(30s));
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(responses.at(i).outcome, Outcome::kError);
+    EXPECT_NE(responses.at(i).message.find("no GPU"), std::string::npos);
+  }
+}
+
+TEST(InferenceCoreFailures, RequestsExpireInTheQueueWhileTheLaneIsBusyAndNeverRun) {
+  std::promise<void> started, release;
+  std::shared_future<void> gate = release.get_future().share();
+  std::atomic<bool> first{true};
+  std::atomic<int> clips_run{0};
+  auto core = stub_core([&](int) {
+    return std::make_unique<FnRunner>([&](const std::vector<std::span<const float>>& clips) {
+      if (first.exchange(false)) started.set_value();
+      gate.wait();  // the lane stays busy until the test lets it go
+      clips_run += static_cast<int>(clips.size());
+      return std::vector<asr::Transcript>(clips.size());
+    });
+  });
+  Responses responses(2);
+  core->submit(stub_request(0, responses));
+  ASSERT_EQ(started.get_future().wait_for(30s), std::future_status::ready);  // the lane holds request 0
+  auto late = stub_request(1, responses);
+  late->deadline = Clock::now() + 30ms;
+  core->submit(std::move(late));
+  // The busy lane cannot pull it: the batcher's reaper answers it at its deadline.
+  ASSERT_TRUE(responses.wait_for(1, 30s));
+  EXPECT_EQ(responses.at(1).outcome, Outcome::kDeadlineExceeded);
+  EXPECT_GE(responses.at(1).durations.queue_ms, 25.0);
+  release.set_value();
+  ASSERT_TRUE(responses.wait_all(30s));
+  core->drain();
+  EXPECT_EQ(responses.at(0).outcome, Outcome::kOk);
+  EXPECT_EQ(clips_run.load(), 1);  // the late request never reached the engine
+  EXPECT_EQ(metric_value(core->render_metrics(), "nv_inference_request_failure", {{"reason", "REJECTED"}}), 1.0);
+}
+
+TEST(InferenceCoreFailures, RejectsABadConfiguration) {
+  EXPECT_THROW(InferenceCore({}, CoreConfig{}), Error);
+  EXPECT_THROW(InferenceCore({{"a", "1", nullptr, nullptr}}, CoreConfig{}), Error);
+  auto fn = [](int) { return std::make_unique<FnRunner>([](const auto& c) { return std::vector<asr::Transcript>(c.size()); }); };
+  EXPECT_THROW(InferenceCore({{"a", "1", nullptr, fn}, {"a", "1", nullptr, fn}}, CoreConfig{}), Error);
+}
+
+}  // namespace
+}  // namespace steno::serve
