@@ -17,6 +17,8 @@ packages=(
   python3 python3-torch python3-numpy python3-yaml python3-sentencepiece
   # audio fixtures for tests (every codec steno reads)
   sox flac opus-tools vorbis-tools lame espeak-ng
+  # HTTP server tests drive the real server with curl
+  curl
 )
 
 if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
