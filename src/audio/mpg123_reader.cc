@@ -23,13 +23,7 @@ mpg123_ssize_t io_read(void* user, void* out, size_t count) {
 
 off_t io_seek(void* user, off_t offset, int whence) {
   auto& m = *static_cast<MemoryCursor*>(user);
-  int64_t base = 0;
-  if (whence == SEEK_CUR) base = m.pos;
-  else if (whence == SEEK_END) base = static_cast<int64_t>(m.bytes.size());
-  else if (whence != SEEK_SET) return -1;
-  if (offset < -base || offset > (int64_t{1} << 62) - base) return -1;
-  m.pos = base + offset;
-  return static_cast<off_t>(m.pos);
+  return m.seek(offset, whence) ? static_cast<off_t>(m.pos) : -1;
 }
 
 // An Xing/Info (LAME) or VBRI header in the first frame states the stream's frame count; without one, mpg123's

@@ -18,14 +18,7 @@ sf_count_t io_get_filelen(void* user) { return static_cast<sf_count_t>(cursor(us
 
 sf_count_t io_seek(sf_count_t offset, int whence, void* user) {
   MemoryCursor& m = cursor(user);
-  int64_t base = 0;
-  if (whence == SEEK_CUR) base = m.pos;
-  else if (whence == SEEK_END) base = static_cast<int64_t>(m.bytes.size());
-  else if (whence != SEEK_SET) return -1;
-  // Positions outside [0, 2^62] are refused rather than overflowed; past the end is allowed (reads return 0).
-  if (offset < -base || offset > (int64_t{1} << 62) - base) return -1;
-  m.pos = base + offset;
-  return m.pos;
+  return m.seek(offset, whence) ? m.pos : -1;
 }
 
 sf_count_t io_read(void* ptr, sf_count_t count, void* user) {

@@ -1,6 +1,8 @@
 // The libsndfile decoder over bytes in memory (sf_open_virtual), for WAV, AIFF, FLAC and Ogg Opus.
 #pragma once
 
+#include <cstdio>
+
 #include <sndfile.h>
 
 #include "decoder.h"
@@ -8,9 +10,22 @@
 namespace steno::audio {
 
 // The virtual file libsndfile reads: the caller's bytes and a position, which may lie past the end.
+// A read position over in-memory bytes, shared by the codec libraries' I/O callbacks.
 struct MemoryCursor {
   std::span<const uint8_t> bytes;
   int64_t pos = 0;
+
+  // fseek semantics (SEEK_SET/CUR/END). Positions outside [0, 2^62] are refused rather than overflowed; past the
+  // end is allowed (reads then return 0). Returns false, leaving pos alone, for a refused seek.
+  bool seek(int64_t offset, int whence) {
+    int64_t base = 0;
+    if (whence == SEEK_CUR) base = pos;
+    else if (whence == SEEK_END) base = static_cast<int64_t>(bytes.size());
+    else if (whence != SEEK_SET) return false;
+    if (offset < -base || offset > (int64_t{1} << 62) - base) return false;
+    pos = base + offset;
+    return true;
+  }
 };
 
 class SndfileReader final : public Decoder {

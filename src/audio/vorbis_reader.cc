@@ -24,13 +24,7 @@ size_t io_read(void* out, size_t size, size_t count, void* user) {
 
 int io_seek(void* user, ogg_int64_t offset, int whence) {
   auto& m = *static_cast<MemoryCursor*>(user);
-  int64_t base = 0;
-  if (whence == SEEK_CUR) base = m.pos;
-  else if (whence == SEEK_END) base = static_cast<int64_t>(m.bytes.size());
-  else if (whence != SEEK_SET) return -1;
-  if (offset < -base || offset > (int64_t{1} << 62) - base) return -1;
-  m.pos = base + offset;
-  return 0;
+  return m.seek(offset, whence) ? 0 : -1;
 }
 
 long io_tell(void* user) { return static_cast<long>(static_cast<MemoryCursor*>(user)->pos); }
