@@ -185,12 +185,23 @@ def write_nemo(ck, out_path):
     return y
 
 
+def read_clip(path):
+    """int16 samples of a 16 kHz mono WAV, or of a FLAC (the committed test sets) through the flac decoder."""
+    from data import read_wav
+    if not path.endswith(".flac"):
+        return read_wav(path)
+    import numpy as np
+    raw = subprocess.run(["flac", "-d", "-s", "-c", "--force-raw-format", "--endian=little", "--sign=signed", path],
+                         check=True, capture_output=True).stdout
+    return np.frombuffer(raw, dtype="<i2").copy()
+
+
 def check_clips(args, ck):
-    from data import read_manifest, read_wav
-    clips = [read_wav(p) for p in args.check_wav]
+    from data import read_manifest
+    clips = [read_clip(p) for p in args.check_wav]
     if args.check_manifest:
         for e in read_manifest(args.check_manifest)[:args.check_n]:
-            clips.append(read_wav(e["audio"]))
+            clips.append(read_clip(e["audio"]))
     return clips
 
 

@@ -3,17 +3,20 @@
 # (espeak-ng unpacked from the carried .debs/, see tools/data/README.md), then train (or resume from OUT_DIR)
 # for a time budget. Carry: .debs build-data. Deterministic: the same arguments give the same data and seed.
 #
-#   [INIT_MODEL=models/steno-tdt-small-en] tools/train/gpu_train.sh OUT_DIR TIME_BUDGET_S MAX_STEPS [TRAIN_UTTERANCES]
+#   [INIT_MODEL=models/steno-tdt-small-en] [DATA_SEED=1] \
+#     tools/train/gpu_train.sh OUT_DIR TIME_BUDGET_S MAX_STEPS [TRAIN_UTTERANCES [TRAIN.PY FLAGS...]]
 #
+# Flags after the utterance count go to train.py unchanged (e.g. --batch-seconds 960 --max-batch 192).
 # INIT_MODEL starts from a released model's weights (no checkpoint to carry). OUT_DIR/DONE appears when training
 # has ended and its last checkpoint is written: a later call on the same warm machine waits for that file.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$1 budget=$2 max_steps=$3 count=${4:-45000}
+shift $(( $# < 4 ? $# : 4 ))
 tools/data/unpack_synth_debs.sh .debs /tmp/synth >/dev/null
 export PATH="/tmp/synth/bin:$PATH" PYTHONUNBUFFERED=1
 start=$(date +%s)
-python3 tools/data/make_dataset.py --split train --count "$count" --out /tmp/data/train --jobs "$(nproc)"
+python3 tools/data/make_dataset.py --split train --count "$count" --seed "${DATA_SEED:-1}" --out /tmp/data/train --jobs "$(nproc)"
 python3 tools/data/make_dataset.py --split dev --count 300 --out /tmp/data/dev --jobs "$(nproc)"
 echo "gpu_train: data ready in $(( $(date +%s) - start )) s"
 rm -f "$out/DONE"
@@ -22,5 +25,5 @@ init=()
 python3 tools/train/train.py --config tools/train/configs/small.yaml "${init[@]}" \
   --tokenizer build-data/tokenizer/tokenizer.model \
   --train-manifest /tmp/data/train/manifest.jsonl --val-manifest /tmp/data/dev/manifest.jsonl \
-  --resume --out "$out" --time-budget-s "$budget" --max-steps "$max_steps" --split-mb 15
+  --resume --out "$out" --time-budget-s "$budget" --max-steps "$max_steps" --split-mb 15 "$@"
 touch "$out/DONE"
