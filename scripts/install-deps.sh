@@ -12,6 +12,8 @@ packages=(
   libsentencepiece-dev sentencepiece
   prometheus-cpp-dev
   libboost1.81-dev  # Beast + Asio, header-only (the HTTP server)
+  # KServe over gRPC (optional at build time: CMake STENO_WITH_GRPC); protobuf is linked statically (libprotobuf.a)
+  libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # offline Python tooling: reference model, converter, golden files
   python3 python3-torch python3-numpy python3-yaml python3-sentencepiece

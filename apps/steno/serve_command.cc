@@ -1,11 +1,13 @@
-// `steno serve`: the HTTP server (OpenAI /v1 and KServe v2) over the inference core (dynamic batcher + lanes).
+// `steno serve`: the HTTP server (OpenAI /v1 and KServe v2) and, with --grpc-port, KServe v2 over gRPC, both over
+// one inference core (dynamic batcher + lanes) and one table of KServe statistics.
 // Settings come from --config FILE.json, then $STENO_API_KEY, then flags (each layer overrides the one before).
-// SIGTERM or SIGINT: stop accepting, answer the requests in flight, drain the core, exit 0.
+// SIGTERM or SIGINT: both front ends stop accepting and answer the requests in flight, the core drains, exit 0.
 #include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <vector>
 
@@ -13,6 +15,8 @@
 #include "steno/asr/model.h"
 #include "steno/core/error.h"
 #include "steno/ops/context.h"
+#include "steno/serve/frontend/model_stats.h"
+#include "steno/serve/grpc/server.h"
 #include "steno/serve/http/serve_config.h"
 #include "steno/serve/http/server.h"
 #include "steno/serve/inference_core.h"
@@ -62,8 +66,27 @@ std::string served_name(const ServeConfig& config, const std::string& model_dir)
   return p.filename().string();
 }
 
+serve::rpc::GrpcServerOptions grpc_options(const ServeConfig& config, const serve::http::ServerOptions& http) {
+  serve::rpc::GrpcServerOptions o;
+  o.host = config.host;
+  o.port = static_cast<uint16_t>(config.grpc_port);
+  o.worker_threads = config.worker_threads;
+  o.max_message_bytes = http.max_body_bytes;  // one size limit for both protocols
+  o.max_audio_seconds = config.max_audio_seconds;
+  o.api_key = config.api_key;
+  o.drain_timeout = http.drain_timeout;
+  o.stats = http.stats;
+  return o;
+}
+
 int run_serve(const ServeCommand& command) {
   const ServeConfig config = command.resolve();
+  if (config.grpc_port != 0 && !serve::rpc::GrpcServer::available())
+    fail(ErrorCode::kUnimplemented,
+         "--grpc-port {}: this steno was built without gRPC (CMake STENO_WITH_GRPC=OFF, or gRPC was not found "
+         "when it was configured); rebuild with Debian's libgrpc++-dev, protobuf-compiler-grpc and "
+         "protobuf-compiler installed, or leave --grpc-port at 0",
+         config.grpc_port);
   const sigset_t stop_signals = block_stop_signals();
 
   const std::string model_dir = config.model.empty() ? default_model_dir() : config.model;
@@ -82,18 +105,33 @@ int run_serve(const ServeCommand& command) {
   models.push_back(std::move(spec));
   serve::InferenceCore core(std::move(models), core_config);
 
-  serve::http::HttpServer server(serve::http::to_server_options(config), core);
+  serve::http::ServerOptions http_options = serve::http::to_server_options(config);
+  http_options.stats = std::make_shared<serve::ModelStats>();  // one table for HTTP and gRPC
+  serve::http::HttpServer server(http_options, core);
   server.start();
-  std::fprintf(stderr, "steno: serving model '%s' (%s) on http://%s:%u%s; %d lane(s), max batch %d\n",
+  std::unique_ptr<serve::rpc::GrpcServer> grpc;
+  std::string grpc_note;
+  if (config.grpc_port != 0) {
+    grpc = std::make_unique<serve::rpc::GrpcServer>(grpc_options(config, http_options), core);
+    grpc->start();
+    grpc_note = " and grpc://" + config.host + ":" + std::to_string(grpc->port());
+  }
+  std::fprintf(stderr, "steno: serving model '%s' (%s) on http://%s:%u%s%s; %d lane(s), max batch %d\n",
                core.models().front().c_str(), model_dir.c_str(), config.host.c_str(), server.port(),
-               config.api_key.empty() ? "" : " (API key required)", config.lanes, config.max_batch);
+               grpc_note.c_str(), config.api_key.empty() ? "" : " (API key required)", config.lanes,
+               config.max_batch);
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   std::fprintf(stderr, "steno: %s received; finishing the requests in flight\n",
                signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
-  server.stop();  // no new requests; in-flight ones answered (up to drain_timeout_s)
-  core.drain();   // anything still queued or running (normally nothing by now)
+  // Both front ends stop taking requests and answer those in flight (up to drain_timeout_s), side by side.
+  auto grpc_stopped = std::async(std::launch::async, [&grpc] {
+    if (grpc) grpc->stop();
+  });
+  server.stop();
+  grpc_stopped.get();
+  core.drain();  // anything still queued or running (normally nothing by now)
   std::fprintf(stderr, "steno: stopped\n");
   return 0;
 }
@@ -102,11 +140,14 @@ int run_serve(const ServeCommand& command) {
 
 Run add_serve_command(CLI::App& app) {
   auto command = std::make_shared<ServeCommand>();
-  CLI::App* cmd = app.add_subcommand("serve", "Serve the OpenAI transcription API and KServe v2 over HTTP");
+  CLI::App* cmd =
+      app.add_subcommand("serve", "Serve the OpenAI transcription API and KServe v2 over HTTP (and gRPC)");
   ServeCommand& c = *command;
   cmd->add_option("-c,--config", c.config_file, "JSON file of settings (keys: the long flag names, '_' for '-')");
   c.add(cmd, "--host", &ServeConfig::host, "Address to listen on (default 127.0.0.1; any other needs --api-key)");
   c.add(cmd, "-p,--port", &ServeConfig::port, "Port (default 8000; 0 picks a free one)");
+  c.add(cmd, "--grpc-port", &ServeConfig::grpc_port,
+        "Also serve KServe v2 over gRPC on this port (default 0: off; Triton's is 8001)");
   c.add(cmd, "-m,--model", &ServeConfig::model, "Model directory (default: $STENO_MODEL or the bundled model)");
   c.add(cmd, "--model-name", &ServeConfig::model_name, "Name clients use for the model (default: directory name)");
   c.add(cmd, "--api-key", &ServeConfig::api_key,

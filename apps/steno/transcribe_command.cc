@@ -19,6 +19,7 @@ struct TranscribeOptions {
   std::string model;
   std::string format = "text";
   std::string device = "cpu";
+  std::string dtype;  // default: f32 on the CPU, bf16 on CUDA
   std::string gemm = "onednn";
   int threads = 0;
   int batch_size = 8;
@@ -72,13 +73,19 @@ int run_transcribe(const TranscribeOptions& opt) {
   STENO_CHECK(opt.format == "text" || opt.format == "json", "--format must be text or json, got '{}'", opt.format);
   STENO_CHECK(opt.batch_size >= 1, "--batch-size must be >= 1");
   const Device device = parse_device(opt.device);
-  if (!device.is_cpu())
-    fail(ErrorCode::kUnavailable, "--device {}: this build has no CUDA backend yet (CPU only)", device.str());
-  ops::Context ctx = ops::Context::cpu(opt.threads, ops::parse_gemm_backend(opt.gemm));
+  const DType dtype = opt.dtype.empty() ? (device.is_cpu() ? DType::kF32 : DType::kBF16) : parse_dtype(opt.dtype);
+  STENO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,
+              "--dtype must be fp32, fp16 or bf16, got '{}'", opt.dtype);
+  STENO_CHECK(device.is_cpu() == false || dtype == DType::kF32, "--dtype {}: the CPU engine computes in fp32",
+              opt.dtype);
+  ops::Context ctx = device.is_cpu() ? ops::Context::cpu(opt.threads, ops::parse_gemm_backend(opt.gemm))
+                                     : ops::Context::cuda(device.index);
 
   const std::string model_dir = opt.model.empty() ? default_model_dir() : opt.model;
   asr::ModelOverrides overrides;
   overrides.local_attention = opt.local_attention;
+  overrides.device = device;
+  overrides.dtype = dtype;
   const auto start = std::chrono::steady_clock::now();
   auto model = asr::AsrModel::load(model_dir, overrides);
   const double load_ms =
@@ -148,6 +155,8 @@ int run_transcribe(const TranscribeOptions& opt) {
                             {"rtfx", wall_s > 0 ? audio_done / wall_s : 0.0},
                             {"model_load_ms", load_ms},
                             {"threads", ctx.num_threads()},
+                            {"device", device.str()},
+                            {"dtype", dtype_name(dtype)},
                             {"batch_size", opt.batch_size},
                             {"failed", failures}}}};
     std::printf("%s\n", doc.dump(2).c_str());
@@ -171,7 +180,8 @@ Run add_transcribe_command(CLI::App& app) {
   cmd->add_option("files", opt->files, "Audio files")->required();
   cmd->add_option("-m,--model", opt->model, "Model directory (default: $STENO_MODEL or the bundled model)");
   cmd->add_option("-f,--format", opt->format, "Output: text (one line per file) or json (words, segments, timings)");
-  cmd->add_option("--device", opt->device, "cpu, or cuda[:N] once the CUDA backend is built");
+  cmd->add_option("--device", opt->device, "cpu, cuda or cuda:N (a build with the CUDA backend)");
+  cmd->add_option("--dtype", opt->dtype, "Compute dtype: fp32 (the CPU's), fp16 or bf16 (CUDA; default bf16)");
   cmd->add_option("-t,--threads", opt->threads, "CPU threads (default: all cores, or $STENO_NUM_THREADS)");
   cmd->add_option("-b,--batch-size", opt->batch_size, "Files per batch (sorted by length first)");
   cmd->add_option("--gemm", opt->gemm, "CPU GEMM library: onednn or openblas");

@@ -4,8 +4,10 @@
 #include <cmath>
 
 #include "steno/asr/weight_store.h"
+#include "steno/core/cuda.h"
 #include "steno/ops/activation.h"
 #include "steno/ops/conv.h"
+#include "steno/ops/copy.h"
 #include "steno/ops/elementwise.h"
 #include "steno/ops/gemm.h"
 #include "steno/ops/norm.h"
@@ -51,6 +53,12 @@ struct ConformerEncoder::Subsampling {
   Tensor conv0_w, conv0_b;
   std::vector<std::array<Tensor, 4>> stages;  // dw_w, dw_b, pw_w, pw_b
   Tensor out_w, out_b;
+
+  template <typename F> void for_each_weight(F&& f) {
+    f(conv0_w), f(conv0_b), f(out_w), f(out_b);
+    for (auto& stage : stages)
+      for (auto& t : stage) f(t);
+  }
 };
 
 struct ConformerEncoder::Layer {
@@ -60,6 +68,13 @@ struct ConformerEncoder::Layer {
   Tensor pos_w, pos_bias_u, pos_bias_v;  // linear_pos never has a bias
   LinearWeights pw1, pw2;                // the conv module's pointwise convs, as [out, in] matrices
   Tensor dw_w, dw_b;                     // depthwise conv [d, kernel] with the batch norm folded in
+
+  template <typename F> void for_each_weight(F&& f) {
+    for (auto* n : {&norm_ff1, &norm_att, &norm_conv, &norm_ff2, &norm_out}) f(n->gamma), f(n->beta);
+    for (auto* ff : {&ff1, &ff2}) f(ff->linear1.w), f(ff->linear1.b), f(ff->linear2.w), f(ff->linear2.b);
+    for (auto* l : {&q, &k, &v, &out, &pw1, &pw2}) f(l->w), f(l->b);
+    f(pos_w), f(pos_bias_u), f(pos_bias_v), f(dw_w), f(dw_b);
+  }
 };
 
 ConformerEncoder::~ConformerEncoder() = default;
@@ -124,6 +139,32 @@ ConformerEncoder::ConformerEncoder(const EncoderConfig& config, bool masked_subs
   }
 }
 
+ConformerEncoder::ConformerEncoder(const ConformerEncoder& other, std::unique_ptr<Subsampling> sub,
+                                   std::vector<Layer> layers)
+    : config_(other.config_),
+      masked_subsampling_(other.masked_subsampling_),
+      window_(other.window_),
+      subsampling_(std::move(sub)),
+      layers_(std::move(layers)) {}
+
+ConformerEncoder ConformerEncoder::to_device(ops::Context& ctx, DType dtype) const {
+  STENO_CHECK(!ctx.device().is_cpu() || dtype == DType::kF32, "encoder: the CPU computes in f32, not {}",
+              dtype_name(dtype));
+  Allocator& alloc = ctx.device().is_cpu() ? static_cast<Allocator&>(default_cpu_allocator())
+                                           : steno::cuda::weight_allocator(ctx.device().index);
+  auto place = [&](Tensor& t) {
+    if (t.defined()) t = ops::place(ctx, t, dtype, alloc);
+  };
+  auto sub = std::make_unique<Subsampling>(*subsampling_);
+  sub->for_each_weight(place);
+  std::vector<Layer> layers = layers_;
+  for (auto& layer : layers) layer.for_each_weight(place);
+  return ConformerEncoder(*this, std::move(sub), std::move(layers));
+}
+
+DType ConformerEncoder::dtype() const { return subsampling_->conv0_w.dtype(); }
+Device ConformerEncoder::device() const { return subsampling_->conv0_w.device(); }
+
 int64_t ConformerEncoder::output_length(int64_t feature_frames) const {
   int64_t len = feature_frames;
   for (int f = config_.subsampling_factor; f > 1; f /= 2) len = conv_out_length(len, 2);
@@ -151,15 +192,16 @@ Tensor ConformerEncoder::subsample(ops::Context& ctx, const Tensor& features, st
   const auto& sub = *subsampling_;
   const int64_t batch = features.dim(0);
   const bool mask = masked_subsampling_;
+  const DType dt = features.dtype();
   Tensor x = features.reshape({batch, 1, features.dim(1), features.dim(2)});
   if (mask) {
-    x = x.clone();
+    x = ops::clone(ctx, x);
     ops::zero_padded_frames(ctx, x, 2, lengths);
   }
   auto conv = [&](const Tensor& in, const Tensor& w, const Tensor& b, int stride, int pad, int groups) {
     const int64_t h = (in.dim(2) + 2 * pad - w.dim(2)) / stride + 1;
     const int64_t wd = (in.dim(3) + 2 * pad - w.dim(3)) / stride + 1;
-    Tensor y = ctx.scratch({batch, w.dim(0), h, wd});
+    Tensor y = ctx.scratch({batch, w.dim(0), h, wd}, dt);
     ops::conv2d(ctx, in, w, b, y, stride, stride, pad, pad, groups);
     return y;
   };
@@ -181,14 +223,9 @@ Tensor ConformerEncoder::subsample(ops::Context& ctx, const Tensor& features, st
   }
   // [B, C, T, F] -> [B, T, C*F] (channel-major flattening), then the output projection.
   const int64_t c = x.dim(1), t = x.dim(2), f = x.dim(3);
-  Tensor flat = ctx.scratch({batch, t, c * f});
-  const float* src = x.data<float>();
-  float* dst = flat.data<float>();
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t ci = 0; ci < c; ++ci)
-      for (int64_t ti = 0; ti < t; ++ti)
-        std::copy_n(src + ((b * c + ci) * t + ti) * f, f, dst + (b * t + ti) * c * f + ci * f);
-  Tensor out = ctx.scratch({batch, t, sub.out_w.dim(0)});
+  Tensor flat = ctx.scratch({batch, t, c * f}, dt);
+  ops::merge_channels(ctx, x, flat);
+  Tensor out = ctx.scratch({batch, t, sub.out_w.dim(0)}, dt);
   ops::linear(ctx, flat, sub.out_w, sub.out_b, out);
   return out;
 }
@@ -196,8 +233,9 @@ Tensor ConformerEncoder::subsample(ops::Context& ctx, const Tensor& features, st
 void ConformerEncoder::run_layer(ops::Context& ctx, const Layer& L, Tensor& x, const Tensor& pos,
                                  const std::vector<int64_t>& lengths) const {
   const int64_t batch = x.dim(0), t = x.dim(1), d = x.dim(2);
-  Tensor h = ctx.scratch({batch, t, d});
-  Tensor wide = ctx.scratch({batch, t, L.ff1.linear1.w.dim(0)});
+  const DType dt = x.dtype();
+  Tensor h = ctx.scratch({batch, t, d}, dt);
+  Tensor wide = ctx.scratch({batch, t, L.ff1.linear1.w.dim(0)}, dt);
   auto feed_forward = [&](const LayerNormWeights& norm, const FeedForwardWeights& ff) {
     ops::layer_norm(ctx, x, norm.gamma, norm.beta, kNormEps, h);
     ops::linear(ctx, h, ff.linear1.w, ff.linear1.b, wide);
@@ -210,22 +248,22 @@ void ConformerEncoder::run_layer(ops::Context& ctx, const Layer& L, Tensor& x, c
 
   // Relative-position self-attention.
   ops::layer_norm(ctx, x, L.norm_att.gamma, L.norm_att.beta, kNormEps, h);
-  Tensor q = ctx.scratch({batch, t, d}), k = ctx.scratch({batch, t, d}), v = ctx.scratch({batch, t, d});
+  Tensor q = ctx.scratch({batch, t, d}, dt), k = ctx.scratch({batch, t, d}, dt), v = ctx.scratch({batch, t, d}, dt);
   ops::linear(ctx, h, L.q.w, L.q.b, q);
   ops::linear(ctx, h, L.k.w, L.k.b, k);
   ops::linear(ctx, h, L.v.w, L.v.b, v);
-  Tensor p = ctx.scratch({pos.dim(0), d});
+  Tensor p = ctx.scratch({pos.dim(0), d}, dt);
   ops::linear(ctx, pos, L.pos_w, Tensor(), p);
-  Tensor att = ctx.scratch({batch, t, d});
+  Tensor att = ctx.scratch({batch, t, d}, dt);
   ops::rel_pos_attention(ctx, q, k, v, p, L.pos_bias_u, L.pos_bias_v, lengths, window_, att);
   ops::linear(ctx, att, L.out.w, L.out.b, h);
   ops::add(ctx, x, h, 1.0f, x);
 
   // Convolution module: pointwise -> GLU -> (mask) -> depthwise with folded BN -> SiLU -> pointwise.
   ops::layer_norm(ctx, x, L.norm_conv.gamma, L.norm_conv.beta, kNormEps, h);
-  Tensor glu_in = ctx.scratch({batch, t, 2 * d});
+  Tensor glu_in = ctx.scratch({batch, t, 2 * d}, dt);
   ops::linear(ctx, h, L.pw1.w, L.pw1.b, glu_in);
-  Tensor gated = ctx.scratch({batch, t, d});
+  Tensor gated = ctx.scratch({batch, t, d}, dt);
   ops::glu(ctx, glu_in, gated);
   ops::zero_padded_frames(ctx, gated, 1, lengths);
   const int pad = (config_.conv_kernel_size - 1) / 2;
@@ -246,18 +284,21 @@ EncoderOutput ConformerEncoder::forward(ops::Context& ctx, const Tensor& feature
               lengths.size(), features.dim(0));
   EncoderOutput out;
   out.lengths = lengths;
+  STENO_CHECK(features.device() == device() && features.dtype() == dtype(),
+              "encoder: features are {} but the encoder runs on {} in {}", features.str(), device().str(),
+              dtype_name(dtype()));
   Tensor x = subsample(ctx, features, out.lengths);
-  if (keep_layer_outputs) out.pre_encode = x.clone();
+  if (keep_layer_outputs) out.pre_encode = ops::clone(ctx, x);
   if (config_.xscaling) ops::scale(ctx, x, std::sqrt(static_cast<float>(config_.d_model)));
 
   const int64_t t = x.dim(1);
   const auto& win = window_;
   const int64_t max_rel = (win.left < 0 || win.right < 0) ? std::max<int64_t>(t - 1, 0)
                                                           : std::max(win.left, win.right);
-  const Tensor pos = relative_positions(max_rel, config_.d_model);
+  const Tensor pos = ops::to_context(ctx, relative_positions(max_rel, config_.d_model), x.dtype());
   for (const auto& layer : layers_) {
     run_layer(ctx, layer, x, pos, out.lengths);
-    if (keep_layer_outputs) out.layer_outputs.push_back(x.clone());
+    if (keep_layer_outputs) out.layer_outputs.push_back(ops::clone(ctx, x));
   }
   out.encoded = x;
   return out;

@@ -3,11 +3,16 @@
 #include <filesystem>
 
 #include "steno/asr/weight_store.h"
+#if STENO_HAVE_CUDA
+#include "cuda/cuda_tdt_decoder.h"
+#endif
 #include "steno/core/logging.h"
 
 namespace steno::asr {
 
 namespace fs = std::filesystem;
+
+AsrModel::AsrModel() = default;
 
 std::shared_ptr<const AsrModel> AsrModel::load(const std::string& dir, const ModelOverrides& overrides) {
   if (!fs::is_directory(dir)) fail(ErrorCode::kNotFound, "model directory not found: {}", dir);
@@ -27,11 +32,21 @@ std::shared_ptr<const AsrModel> AsrModel::load(const std::string& dir, const Mod
   const bool masked = cfg.preprocessor.frontend_version == FrontendVersion::kNeMo25;
   m->encoder_ = std::make_unique<ConformerEncoder>(cfg.encoder, masked, attention, weights);
   m->decoder_ = std::make_unique<TdtDecoder>(cfg, weights);
+  if (!overrides.device.is_cpu()) {
+    ops::Context upload = ops::Context::cuda(overrides.device.index);
+    m->encoder_ = std::make_unique<ConformerEncoder>(m->encoder_->to_device(upload, overrides.dtype));
+#if STENO_HAVE_CUDA
+    m->cuda_decoder_ = std::make_shared<CudaTdtDecoder>(*m->decoder_, upload, overrides.dtype);
+#endif
+  } else {
+    STENO_CHECK(overrides.dtype == DType::kF32, "the CPU engine computes in f32, not {}", dtype_name(overrides.dtype));
+  }
   m->tokenizer_ = std::make_unique<Tokenizer>((fs::path(dir) / cfg.tokenizer.model).string());
   STENO_CHECK(m->tokenizer_->vocab_size() == cfg.decoder.vocab_size,
               "{}: tokenizer has {} pieces but decoder.vocab_size is {}", dir, m->tokenizer_->vocab_size(),
               cfg.decoder.vocab_size);
-  spdlog::info("loaded model {}: {}", m->dir_, cfg.summary());
+  spdlog::info("loaded model {}: {} (encoder on {}, {})", m->dir_, cfg.summary(), overrides.device.str(),
+               dtype_name(overrides.dtype));
   return m;
 }
 

@@ -39,6 +39,42 @@ TdtDecoder::TdtDecoder(const ModelConfig& config, const WeightStore& w)
               out_w_.dim(0), vocab_size_, durations_.size());
 }
 
+TdtDecoder::TdtDecoder(const Parameters& p)
+    : vocab_size_(p.vocab_size),
+      joint_hidden_(p.enc_w.defined() ? static_cast<int>(p.enc_w.dim(0)) : 0),
+      max_symbols_(p.max_symbols),
+      durations_(p.durations),
+      embed_(p.embed),
+      w_ih_(p.w_ih),
+      w_hh_(p.w_hh),
+      b_ih_(p.b_ih),
+      b_hh_(p.b_hh),
+      enc_w_(p.enc_w),
+      enc_b_(p.enc_b),
+      pred_w_(p.pred_w),
+      pred_b_(p.pred_b),
+      out_w_(p.out_w),
+      out_b_(p.out_b) {
+  STENO_CHECK(!durations_.empty(), "TDT decoder: no durations");
+  STENO_CHECK(max_symbols_ >= 1, "TDT decoder: max_symbols must be >= 1, got {}", max_symbols_);
+  const int64_t n_out = vocab_size_ + 1 + static_cast<int64_t>(durations_.size());
+  STENO_CHECK(embed_.rank() == 2 && embed_.dim(0) == vocab_size_ + 1, "TDT decoder: embed must have {} rows, got {}",
+              vocab_size_ + 1, shape_str(embed_.shape()));
+  STENO_CHECK(!w_ih_.empty() && w_hh_.size() == w_ih_.size() && b_ih_.size() == w_ih_.size() &&
+                  b_hh_.size() == w_ih_.size(),
+              "TDT decoder: LSTM weights of {} layers are incomplete", w_ih_.size());
+  STENO_CHECK(enc_w_.rank() == 2 && pred_w_.rank() == 2 && pred_w_.dim(0) == joint_hidden_ && out_w_.rank() == 2 &&
+                  out_w_.dim(0) == n_out && out_w_.dim(1) == joint_hidden_ && out_b_.numel() == n_out,
+              "TDT decoder: joint shapes do not fit (enc {}, pred {}, out {}, out bias {}; {} outputs expected)",
+              shape_str(enc_w_.shape()), shape_str(pred_w_.shape()), shape_str(out_w_.shape()),
+              shape_str(out_b_.shape()), n_out);
+}
+
+TdtDecoder::Parameters TdtDecoder::parameters() const {
+  return {vocab_size_, max_symbols_, durations_, embed_, w_ih_, w_hh_, b_ih_, b_hh_, enc_w_, enc_b_, pred_w_, pred_b_,
+          out_w_, out_b_};
+}
+
 namespace {
 
 // Gathers rows `idx` of src [N, C] into a new [idx.size(), C] tensor.

@@ -2,6 +2,11 @@
 
 #include <chrono>
 
+#include "steno/ops/copy.h"
+#if STENO_HAVE_CUDA
+#include "cuda/cuda_tdt_decoder.h"
+#endif
+
 namespace steno::asr {
 namespace {
 
@@ -10,6 +15,27 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
 }
 
 }  // namespace
+
+#if STENO_HAVE_CUDA
+struct Transcriber::CudaState {
+  CudaTdtDecoder::Workspace workspace;
+};
+#else
+struct Transcriber::CudaState {};
+#endif
+
+Transcriber::Transcriber(std::shared_ptr<const AsrModel> model, ops::Context& ctx)
+    : model_(std::move(model)), ctx_(ctx) {
+  STENO_CHECK(ctx_.device() == model_->device(), "transcriber: the model runs on {} but the context on {}",
+              model_->device().str(), ctx_.device().str());
+  if (!ctx_.device().is_cpu()) {
+    host_ctx_.emplace(ops::Context::cpu());
+    cuda_ = std::make_shared<CudaState>();
+  }
+}
+
+Transcriber::~Transcriber() = default;
+Transcriber::Transcriber(Transcriber&&) noexcept = default;
 
 StageTimings& StageTimings::operator+=(const StageTimings& o) {
   features_ms += o.features_ms;
@@ -38,17 +64,26 @@ std::vector<Transcript> Transcriber::transcribe(const std::vector<std::span<cons
   }
   StageTimings local;
   if (!batch.empty()) {
+    ops::Context& host = host_ctx_ ? *host_ctx_ : ctx_;
     auto start = std::chrono::steady_clock::now();
-    Features feats = m.features().compute(ctx_, batch);
+    Features feats = m.features().compute(host, batch);
     local.features_ms = elapsed_ms(start);
 
     start = std::chrono::steady_clock::now();
-    EncoderOutput enc = m.encoder().forward(ctx_, feats.values, feats.lengths);
+    const Tensor features = ctx_.device().is_cpu() ? feats.values : ops::to_context(ctx_, feats.values, m.dtype());
+    EncoderOutput enc = m.encoder().forward(ctx_, features, feats.lengths);
+    ctx_.synchronize();  // GPU time belongs to the stage that queued it
     local.encoder_ms = elapsed_ms(start);
 
     start = std::chrono::steady_clock::now();
     DecodeStats stats;
-    std::vector<Hypothesis> hyps = m.decoder().decode(ctx_, enc.encoded, enc.lengths, false, &stats);
+    std::vector<Hypothesis> hyps;
+#if STENO_HAVE_CUDA
+    if (const CudaTdtDecoder* gpu = m.cuda_decoder())
+      hyps = gpu->decode(ctx_, cuda_->workspace, enc.encoded, enc.lengths, &stats);
+    else
+#endif
+      hyps = m.decoder().decode(host, enc.encoded, enc.lengths, false, &stats);
     local.decoder_ms = elapsed_ms(start);
     local.decoder_steps = stats.steps;
 

@@ -10,6 +10,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kOutOfRange: return "over a limit";
     case ErrorCode::kUnimplemented: return "not supported";
     case ErrorCode::kUnavailable: return "unavailable";
+    case ErrorCode::kResourceExhausted: return "resource exhausted";
     case ErrorCode::kInternal: return "internal error";
   }
   return "unknown error";

@@ -2,6 +2,9 @@
 
 #include "check.h"
 #include "cpu/kernels.h"
+#if STENO_HAVE_CUDA
+#include "cuda/kernels.h"
+#endif
 
 namespace steno::ops {
 
@@ -20,13 +23,19 @@ void check_same(const char* op, Context& ctx, const Tensor& x, const Tensor& y) 
 
 void relu(Context& ctx, const Tensor& x, Tensor& y) {
   check_same("relu", ctx, x, y);
-  if (!ctx.device().is_cpu()) detail::unavailable("relu", ctx.device());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL("relu", cuda::relu(ctx, x, y));
+    return;
+  }
   cpu::relu(ctx, x, y);
 }
 
 void silu(Context& ctx, const Tensor& x, Tensor& y) {
   check_same("silu", ctx, x, y);
-  if (!ctx.device().is_cpu()) detail::unavailable("silu", ctx.device());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL("silu", cuda::silu(ctx, x, y));
+    return;
+  }
   cpu::silu(ctx, x, y);
 }
 
@@ -40,14 +49,20 @@ void glu(Context& ctx, const Tensor& x, Tensor& y) {
   STENO_CHECK(y.shape() == want, "glu: y must be {} for x {}, got {}", shape_str(want), shape_str(x.shape()),
               shape_str(y.shape()));
   STENO_CHECK(y.numel() == 0 || y.raw() != x.raw(), "glu: y must not alias x");
-  if (!ctx.device().is_cpu()) detail::unavailable("glu", ctx.device());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL("glu", cuda::glu(ctx, x, y));
+    return;
+  }
   cpu::glu(ctx, x, y);
 }
 
 void softmax(Context& ctx, const Tensor& x, Tensor& y) {
   check_same("softmax", ctx, x, y);
   STENO_CHECK(x.rank() >= 1, "softmax: x must have at least one dimension, got {}", shape_str(x.shape()));
-  if (!ctx.device().is_cpu()) detail::unavailable("softmax", ctx.device());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL("softmax", cuda::softmax(ctx, x, y));
+    return;
+  }
   cpu::softmax(ctx, x, y);
 }
 

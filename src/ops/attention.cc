@@ -2,6 +2,9 @@
 
 #include "check.h"
 #include "cpu/kernels.h"
+#if STENO_HAVE_CUDA
+#include "cuda/kernels.h"
+#endif
 
 namespace steno::ops {
 
@@ -47,7 +50,10 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
   // out may alias q (each work item reads its own q rows before writing the same rows of out), not k, v, pos.
   STENO_CHECK(out.numel() == 0 || (out.raw() != k.raw() && out.raw() != v.raw() && out.raw() != pos.raw()),
               "rel_pos_attention: out must not alias k, v or pos");
-  if (!ctx.device().is_cpu()) detail::unavailable(op, ctx.device());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL(op, cuda::rel_pos_attention(ctx, q, k, v, pos, pos_bias_u, pos_bias_v, lengths, window, out));
+    return;
+  }
   cpu::rel_pos_attention(ctx, q, k, v, pos, pos_bias_u, pos_bias_v, lengths, window, out);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -11,12 +12,36 @@
 
 namespace steno::ops::detail {
 
-// `t` is defined, fp32 and on the context's device.
+// The CUDA kernel of an op, or (in a build without CUDA) the "not built" error. The call's tokens vanish without
+// CUDA, so src/ops/cuda/ need not exist there.
+#if STENO_HAVE_CUDA
+#define STENO_CUDA_KERNEL(op, call) call
+#else
+#define STENO_CUDA_KERNEL(op, call) ::steno::ops::detail::unavailable(op, ctx.device())
+#endif
+
+// `t` is defined, on the context's device, and of a compute dtype there: f32 on the CPU; f32, f16 or bf16 on
+// CUDA (the kernels accumulate in f32). Every float tensor of one op call has one dtype (check_same_dtype).
 inline void check_tensor(const char* op, const char* name, const Tensor& t, const Context& ctx) {
   STENO_CHECK(t.defined(), "{}: {} is undefined", op, name);
-  STENO_CHECK(t.dtype() == DType::kF32, "{}: {} must be f32, got {}", op, name, t.str());
   STENO_CHECK(t.device() == ctx.device(), "{}: {} is on {} but the context runs on {}", op, name, t.device().str(),
               ctx.device().str());
+  if (ctx.device().is_cpu())
+    STENO_CHECK(t.dtype() == DType::kF32, "{}: {} must be f32 on the CPU, got {}", op, name, t.str());
+  else
+    STENO_CHECK(t.dtype() == DType::kF32 || t.dtype() == DType::kF16 || t.dtype() == DType::kBF16,
+                "{}: {} must be f32, f16 or bf16, got {}", op, name, t.str());
+}
+
+// All defined tensors in `ts` share the first one's dtype.
+inline void check_same_dtype(const char* op, std::initializer_list<const Tensor*> ts) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : ts) {
+    if (t == nullptr || !t->defined()) continue;
+    if (first == nullptr) first = t;
+    STENO_CHECK(t->dtype() == first->dtype(), "{}: mixed dtypes ({} and {}); convert with ops::cast first", op,
+                first->str(), t->str());
+  }
 }
 
 // An optional tensor (a bias): undefined, or as check_tensor with shape `shape`.

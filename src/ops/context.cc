@@ -1,5 +1,10 @@
 #include "steno/ops/context.h"
 
+#include "steno/core/cuda.h"
+#if STENO_HAVE_CUDA
+#include "cuda/resources.h"
+#endif
+
 namespace steno::ops {
 
 const char* gemm_backend_name(GemmBackend b) { return b == GemmBackend::kOneDnn ? "onednn" : "openblas"; }
@@ -13,6 +18,43 @@ GemmBackend parse_gemm_backend(const std::string& name) {
 Context Context::cpu(int num_threads, GemmBackend gemm) {
   if (num_threads <= 0) num_threads = default_num_threads();
   return Context(Device::cpu(), std::make_shared<ThreadPool>(num_threads), &default_cpu_allocator(), gemm);
+}
+
+Context Context::cuda(int device) {
+#if STENO_HAVE_CUDA
+  steno::cuda::check_device(Device::cuda(device));
+  auto res = std::make_shared<CudaResources>(device);
+  // Host-side work of a CUDA context (argument checks, small host loops) runs on the calling thread.
+  Context ctx(Device::cuda(device), std::make_shared<ThreadPool>(1), &res->allocator, GemmBackend::kOneDnn);
+  ctx.cuda_ = std::move(res);
+  return ctx;
+#else
+  steno::cuda::check_device(Device::cuda(device));  // throws "built without CUDA"
+  fail(ErrorCode::kInternal, "unreachable");
+#endif
+}
+
+const steno::cuda::Stream& Context::stream() const {
+#if STENO_HAVE_CUDA
+  return cuda_resources().stream;
+#else
+  fail(ErrorCode::kInvalidArgument, "{} context has no CUDA stream", device_.str());
+#endif
+}
+
+CudaResources& Context::cuda_resources() const {
+  STENO_CHECK(cuda_ != nullptr, "{} context has no CUDA stream", device_.str());
+#if STENO_HAVE_CUDA
+  return *cuda_;
+#else
+  fail(ErrorCode::kInternal, "unreachable");
+#endif
+}
+
+void Context::synchronize() const {
+#if STENO_HAVE_CUDA
+  if (cuda_ != nullptr) cuda_->stream.synchronize();
+#endif
 }
 
 Tensor Context::scratch(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtype, device_, allocator_); }

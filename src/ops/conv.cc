@@ -2,6 +2,9 @@
 
 #include "check.h"
 #include "cpu/kernels.h"
+#if STENO_HAVE_CUDA
+#include "cuda/kernels.h"
+#endif
 
 namespace steno::ops {
 
@@ -35,7 +38,10 @@ void conv2d(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
               shape_str(y.shape()));
   check_optional(op, "bias", bias, {cout}, ctx);
   STENO_CHECK(y.numel() == 0 || y.raw() != x.raw(), "conv2d: y must not alias x");
-  if (!ctx.device().is_cpu()) detail::unavailable(op, ctx.device());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL(op, cuda::conv2d(ctx, x, w, bias, y, stride_h, stride_w, pad_h, pad_w, groups));
+    return;
+  }
   cpu::conv2d(ctx, x, w, bias, y, stride_h, stride_w, pad_h, pad_w, groups);
 }
 
@@ -59,7 +65,10 @@ void depthwise_conv1d(Context& ctx, const Tensor& x, const Tensor& w, const Tens
               shape_str(want), shape_str(x.shape()), w.dim(1), pad_left, pad_right, shape_str(y.shape()));
   check_optional(op, "bias", bias, {c}, ctx);
   STENO_CHECK(y.numel() == 0 || y.raw() != x.raw(), "depthwise_conv1d: y must not alias x");
-  if (!ctx.device().is_cpu()) detail::unavailable(op, ctx.device());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL(op, cuda::depthwise_conv1d(ctx, x, w, bias, y, pad_left, pad_right));
+    return;
+  }
   cpu::depthwise_conv1d(ctx, x, w, bias, y, pad_left, pad_right);
 }
 

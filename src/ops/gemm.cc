@@ -4,6 +4,9 @@
 
 #include "check.h"
 #include "cpu/kernels.h"
+#if STENO_HAVE_CUDA
+#include "cuda/kernels.h"
+#endif
 
 namespace steno::ops {
 
@@ -23,7 +26,10 @@ void gemm_raw(Context& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
   if (m == 0 || n == 0) return;
   STENO_CHECK(c != nullptr, "gemm_raw: null C for a {}x{} result", m, n);
   STENO_CHECK(k == 0 || (a != nullptr && b != nullptr), "gemm_raw: null A or B with k={}", k);
-  if (!ctx.device().is_cpu()) detail::unavailable("gemm_raw", ctx.device());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL("gemm_raw", cuda::gemm_raw(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+    return;
+  }
   cpu::gemm_raw(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -40,6 +46,11 @@ void gemm(Context& ctx, const Tensor& a, bool trans_a, const Tensor& b, bool tra
               shape_str(a.shape()), trans_a ? "ᵀ" : "", kb, n, shape_str(b.shape()), trans_b ? "ᵀ" : "");
   STENO_CHECK(c.dim(0) == m && c.dim(1) == n, "gemm: c must be [{}, {}] for op(a) {}x{} · op(b) {}x{}, got {}", m,
               n, m, k, kb, n, shape_str(c.shape()));
+  detail::check_same_dtype("gemm", {&a, &b, &c});
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL("gemm", cuda::gemm(ctx, a, trans_a, b, trans_b, c, alpha, beta));
+    return;
+  }
   gemm_raw(ctx, trans_a, trans_b, m, n, k, alpha, a.data<float>(), std::max<int64_t>(1, a.dim(1)),
            b.data<float>(), std::max<int64_t>(1, b.dim(1)), beta, c.data<float>(), std::max<int64_t>(1, n));
 }
@@ -58,7 +69,10 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
               shape_str(x.shape()), shape_str(w.shape()), shape_str(y.shape()));
   check_optional("linear", "bias", bias, {n}, ctx);
   STENO_CHECK(y.numel() == 0 || y.raw() != x.raw(), "linear: y must not alias x");
-  if (!ctx.device().is_cpu()) detail::unavailable("linear", ctx.device());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL("linear", cuda::linear(ctx, x, w, bias, y));
+    return;
+  }
   cpu::linear(ctx, x, w, bias, y);
 }
 

@@ -2,6 +2,9 @@
 
 #include "check.h"
 #include "cpu/kernels.h"
+#if STENO_HAVE_CUDA
+#include "cuda/kernels.h"
+#endif
 
 namespace steno::ops {
 
@@ -43,7 +46,10 @@ void lstm_cell(Context& ctx, const Tensor& x, const Tensor& h, const Tensor& c, 
   check_weights(op, ctx, x.dim(1), hid, w_ih, w_hh, b_ih, b_hh);
   STENO_CHECK(batch * hid == 0 || (h_out.raw() != c.raw() && c_out.raw() != h.raw() && h_out.raw() != c_out.raw()),
               "lstm_cell: h_out and c_out may alias h and c respectively, not each other");
-  if (!ctx.device().is_cpu()) detail::unavailable(op, ctx.device());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL(op, cuda::lstm_cell(ctx, x, h, c, w_ih, w_hh, b_ih, b_hh, h_out, c_out));
+    return;
+  }
   cpu::lstm_cell(ctx, x, h, c, w_ih, w_hh, b_ih, b_hh, h_out, c_out);
 }
 
@@ -65,7 +71,10 @@ void lstm_layer(Context& ctx, const Tensor& x, const Tensor& w_ih, const Tensor&
   STENO_CHECK(y.numel() == 0 || (y.raw() != x.raw() && y.raw() != h.raw() && y.raw() != c.raw()),
               "lstm_layer: y must not alias x, h or c");
   STENO_CHECK(h.numel() == 0 || h.raw() != c.raw(), "lstm_layer: h and c must not alias");
-  if (!ctx.device().is_cpu()) detail::unavailable(op, ctx.device());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL(op, cuda::lstm_layer(ctx, x, w_ih, w_hh, b_ih, b_hh, h, c, y));
+    return;
+  }
   cpu::lstm_layer(ctx, x, w_ih, w_hh, b_ih, b_hh, h, c, y);
 }
 

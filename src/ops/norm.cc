@@ -2,6 +2,9 @@
 
 #include "check.h"
 #include "cpu/kernels.h"
+#if STENO_HAVE_CUDA
+#include "cuda/kernels.h"
+#endif
 
 namespace steno::ops {
 
@@ -19,7 +22,10 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor
   check_shape("layer_norm", "gamma", gamma, {x.dim(-1)});
   check_shape("layer_norm", "beta", beta, {x.dim(-1)});
   STENO_CHECK(eps >= 0.0f, "layer_norm: eps must be >= 0, got {}", eps);
-  if (!ctx.device().is_cpu()) detail::unavailable("layer_norm", ctx.device());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL("layer_norm", cuda::layer_norm(ctx, x, gamma, beta, eps, y));
+    return;
+  }
   cpu::layer_norm(ctx, x, gamma, beta, eps, y);
 }
 
@@ -36,7 +42,10 @@ void batch_norm(Context& ctx, const Tensor& x, const Tensor& mean, const Tensor&
     check_shape("batch_norm", name, *t, c);
   }
   STENO_CHECK(eps >= 0.0f, "batch_norm: eps must be >= 0, got {}", eps);
-  if (!ctx.device().is_cpu()) detail::unavailable("batch_norm", ctx.device());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL("batch_norm", cuda::batch_norm(ctx, x, mean, var, gamma, beta, eps, y));
+    return;
+  }
   cpu::batch_norm(ctx, x, mean, var, gamma, beta, eps, y);
 }
 

@@ -34,12 +34,19 @@ class ConformerEncoder {
   ~ConformerEncoder();
   ConformerEncoder(ConformerEncoder&&) noexcept;
 
+  // A copy of this encoder whose weights live on ctx's device in `dtype` (f32, f16 or bf16; the CPU takes f32),
+  // allocated from the device's process-wide weight allocator so that every context there shares them.
+  ConformerEncoder to_device(ops::Context& ctx, DType dtype) const;
+  DType dtype() const;   // the weights' (and so the activations') dtype
+  Device device() const;
+
   const EncoderConfig& config() const { return config_; }
   ops::AttentionWindow attention_window() const { return window_; }
   // Encoder frames for `feature_frames` valid feature frames (ceil(N / 2) per stride-2 stage).
   int64_t output_length(int64_t feature_frames) const;
 
-  // features [B, F, feat_in] (time-major, zero past each length) -> EncoderOutput.
+  // features [B, F, feat_in] (time-major, zero past each length) on the encoder's device in its dtype ->
+  // EncoderOutput in the same place.
   EncoderOutput forward(ops::Context& ctx, const Tensor& features, const std::vector<int64_t>& lengths,
                         bool keep_layer_outputs = false) const;
 
@@ -49,6 +56,7 @@ class ConformerEncoder {
  private:
   struct Layer;
   struct Subsampling;
+  ConformerEncoder(const ConformerEncoder& other, std::unique_ptr<Subsampling> sub, std::vector<Layer> layers);
   Tensor subsample(ops::Context& ctx, const Tensor& features, std::vector<int64_t>& lengths) const;
   void run_layer(ops::Context& ctx, const Layer& layer, Tensor& x, const Tensor& pos,
                  const std::vector<int64_t>& lengths) const;

@@ -14,10 +14,16 @@
 
 namespace steno::asr {
 
+class CudaTdtDecoder;  // src/asr/cuda/cuda_tdt_decoder.h (CUDA builds)
+
 struct ModelOverrides {
   // Replaces the config's attention with banded local attention of this half-width (NeMo's
   // rel_pos_local_attn [w, w]); 0 keeps the model's own. Same weights; cost linear in the audio length.
   int local_attention = 0;
+  // Where the encoder (and, on CUDA, the decoder) runs, and its compute dtype (f32 on the CPU; f32, f16 or bf16 on
+  // CUDA). The weights are placed there once, shared by every context on that device.
+  Device device = Device::cpu();
+  DType dtype = DType::kF32;
 };
 
 class AsrModel {
@@ -30,18 +36,23 @@ class AsrModel {
   const FeatureExtractor& features() const { return *features_; }
   const ConformerEncoder& encoder() const { return *encoder_; }
   const TdtDecoder& decoder() const { return *decoder_; }
+  // The decoder on the model's CUDA device (null on the CPU); decoder() stays the CPU reference.
+  const CudaTdtDecoder* cuda_decoder() const { return cuda_decoder_.get(); }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  Device device() const { return encoder_->device(); }
+  DType dtype() const { return encoder_->dtype(); }
   // Seconds per encoder frame: subsampling factor x window stride (0.08 s for Parakeet).
   double frame_seconds() const;
   int sample_rate() const { return features_->config().sample_rate; }
 
  private:
-  AsrModel() = default;
+  AsrModel();
   std::string dir_;
   ModelConfig config_;
   std::unique_ptr<FeatureExtractor> features_;
   std::unique_ptr<ConformerEncoder> encoder_;
   std::unique_ptr<TdtDecoder> decoder_;
+  std::shared_ptr<const CudaTdtDecoder> cuda_decoder_;  // shared_ptr: CudaTdtDecoder is incomplete here
   std::unique_ptr<Tokenizer> tokenizer_;
 };
 

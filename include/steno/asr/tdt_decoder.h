@@ -39,6 +39,23 @@ class TdtDecoder {
   std::vector<Hypothesis> decode(ops::Context& ctx, const Tensor& encoded, const std::vector<int64_t>& lengths,
                                  bool keep_alignments = false, DecodeStats* stats = nullptr) const;
 
+  // The weights (f32 CPU tensors shared with this decoder, read-only) and decoding settings: what another
+  // implementation of the same decoding (the CUDA one, src/asr/cuda) places on its device.
+  struct Parameters {
+    int vocab_size = 0, max_symbols = 0;
+    std::vector<int> durations;
+    Tensor embed;                                // [V+1, P]
+    std::vector<Tensor> w_ih, w_hh, b_ih, b_hh;  // per LSTM layer: [4H, In], [4H, H], [4H], [4H]
+    Tensor enc_w, enc_b;                         // [J, d_model], [J]
+    Tensor pred_w, pred_b;                       // [J, H], [J]
+    Tensor out_w, out_b;                         // [V+1+durations, J], [V+1+durations]
+  };
+  Parameters parameters() const;
+
+  // A decoder over `p` (f32 CPU tensors, shared, not copied): another decoder's parameters() with some of them
+  // replaced, e.g. the joint's output biases that `steno model random --token-rate` tunes (random_model.h).
+  explicit TdtDecoder(const Parameters& p);
+
  private:
   int vocab_size_, joint_hidden_, max_symbols_;
   std::vector<int> durations_;

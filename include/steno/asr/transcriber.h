@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -24,7 +25,10 @@ struct StageTimings {
 
 class Transcriber {
  public:
-  Transcriber(std::shared_ptr<const AsrModel> model, ops::Context& ctx) : model_(std::move(model)), ctx_(ctx) {}
+  // `ctx` runs the model on its device (the model's); on CUDA the front end runs on a host context of its own.
+  Transcriber(std::shared_ptr<const AsrModel> model, ops::Context& ctx);
+  ~Transcriber();
+  Transcriber(Transcriber&&) noexcept;
 
   const AsrModel& model() const { return *model_; }
 
@@ -36,6 +40,9 @@ class Transcriber {
  private:
   std::shared_ptr<const AsrModel> model_;
   ops::Context& ctx_;
+  std::optional<ops::Context> host_ctx_;  // CUDA only: the front end runs here
+  struct CudaState;                       // CUDA only: the GPU decoder's workspace (buffers, captured graphs)
+  std::shared_ptr<CudaState> cuda_;
 };
 
 }  // namespace steno::asr

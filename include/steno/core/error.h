@@ -16,6 +16,7 @@ enum class ErrorCode {
   kOutOfRange,       // input is well-formed but exceeds a configured limit (audio duration, body size)
   kUnimplemented,    // a feature steno does not have (yet); the message says which
   kUnavailable,      // a resource exists but cannot be used now (e.g. no CUDA device)
+  kResourceExhausted,  // out of (device) memory for this work: a smaller batch may succeed
   kInternal,         // a bug: an invariant steno itself should have kept
 };
 

@@ -10,7 +10,14 @@
 #include <memory>
 #include <string>
 
+namespace steno::cuda {
+class Stream;
+}
+
 namespace steno::ops {
+
+// A CUDA context's resources (stream, caching pool, cuBLASLt handle and workspace): src/ops/cuda/resources.h.
+struct CudaResources;
 
 // The CPU GEMM library. oneDNN is the default (fastest measured on AVX-512); OpenBLAS is kept as a baseline.
 enum class GemmBackend { kOneDnn, kOpenBlas };
@@ -21,6 +28,10 @@ class Context {
  public:
   // A CPU context using `num_threads` threads (0 = default_num_threads()) and the default host allocator.
   static Context cpu(int num_threads = 0, GemmBackend gemm = GemmBackend::kOneDnn);
+  // A CUDA context on `device`: its own stream, a caching stream-ordered memory pool and a cuBLASLt handle.
+  // Several contexts on one device run concurrently and can share read-only tensors (one weight copy).
+  // Throws kUnavailable without a CUDA build or device. Copies of a Context share its resources.
+  static Context cuda(int device = 0);
 
   Device device() const { return device_; }
   int num_threads() const { return pool_->num_threads(); }
@@ -32,6 +43,12 @@ class Context {
   // Scratch tensor on this context's device from its allocator.
   Tensor scratch(const Shape& shape, DType dtype = DType::kF32);
 
+  // CUDA only (kInvalidArgument on a CPU context): the stream every op of this context is queued on.
+  const steno::cuda::Stream& stream() const;
+  CudaResources& cuda_resources() const;
+  // Waits for the work queued on this context (a no-op on the CPU, where ops run synchronously).
+  void synchronize() const;
+
  private:
   Context(Device device, std::shared_ptr<ThreadPool> pool, Allocator* allocator, GemmBackend gemm)
       : device_(device), pool_(std::move(pool)), allocator_(allocator), gemm_(gemm) {}
@@ -40,6 +57,7 @@ class Context {
   std::shared_ptr<ThreadPool> pool_;
   Allocator* allocator_;
   GemmBackend gemm_;
+  std::shared_ptr<CudaResources> cuda_;  // set for CUDA contexts
 };
 
 }  // namespace steno::ops

@@ -6,14 +6,6 @@
 
 namespace steno::serve::http {
 
-namespace {
-uint64_t to_ns(double ms) { return ms > 0 ? static_cast<uint64_t>(ms * 1e6) : 0; }
-}  // namespace
-
-double ms_since(Clock::time_point since) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
-}
-
 bool ApiContext::serves(std::string_view model) const {
   for (const auto& m : service.models())
     if (m == model) return true;
@@ -32,12 +24,6 @@ std::string ApiContext::resolve_model(std::string_view requested, const std::str
                   param, "model_not_found");
 }
 
-void record_rejected(ApiContext& ctx, const std::string& model, Clock::time_point received) {
-  RequestSample s;
-  s.total_ns = to_ns(ms_since(received));
-  ctx.stats.record(model, s);
-}
-
 void submit_transcription(const std::shared_ptr<ApiContext>& ctx, const HttpRequest& request, ApiStyle style,
                           Submission submission, RenderFn render, Responder respond) {
   auto req = std::make_unique<TranscriptionRequest>();
@@ -51,14 +37,11 @@ void submit_transcription(const std::shared_ptr<ApiContext>& ctx, const HttpRequ
   req->done = [ctx, style, model = submission.model, id = request.id, received = submission.received,
                input_ms = submission.input_ms, audio_s, render = std::move(render),
                respond = std::move(respond)](TranscriptionResponse response) {
-    RequestSample sample;
-    sample.input_ns = to_ns(input_ms);
     if (response.outcome != Outcome::kOk) {
       HttpError error = error_from_outcome(response.outcome, response.message, response.retry_after_s);
       spdlog::info("{} {}: {} ({} s of audio): {} {}", id, model, error.status, audio_s, error.what(),
                    error.retry_after_s > 0 ? fmt::format("(retry after {} s)", error.retry_after_s) : "");
-      sample.total_ns = to_ns(ms_since(received));
-      ctx->stats.record(model, sample);
+      ctx->stats->record_answer(model, response, received, input_ms, 0);
       respond(error_response(style, error));
       return;
     }
@@ -70,13 +53,7 @@ void submit_transcription(const std::shared_ptr<ApiContext>& ctx, const HttpRequ
       // Rendering a successful transcript cannot fail on client input; if it does, it is a steno bug.
       out = error_response(style, HttpError(500, fmt::format("internal error rendering the response: {}", e.what())));
     }
-    sample.ok = true;
-    sample.output_ns = to_ns(ms_since(t0));
-    sample.total_ns = to_ns(ms_since(received));
-    sample.queue_ns = to_ns(response.durations.queue_ms);
-    sample.infer_ns = to_ns(response.durations.compute_ms);
-    sample.batch_size = response.batch_size;
-    ctx->stats.record(model, sample);
+    ctx->stats->record_answer(model, response, received, input_ms, ms_since(t0));
     spdlog::debug("{} {}: 200, {:.2f} s of audio, decode {:.1f} ms, queue {:.1f} ms, compute {:.1f} ms (batch {})",
                   id, model, audio_s, input_ms, response.durations.queue_ms, response.durations.compute_ms,
                   response.batch_size);

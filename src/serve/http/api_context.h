@@ -11,18 +11,19 @@
 #include <vector>
 
 #include "errors.h"
-#include "model_stats.h"
+#include "steno/serve/frontend/model_stats.h"
 #include "steno/serve/http/router.h"
 #include "steno/serve/http/server.h"
 
 namespace steno::serve::http {
 
 struct ApiContext {
-  ApiContext(ServerOptions o, TranscriptionService& s) : options(std::move(o)), service(s) {}
+  ApiContext(ServerOptions o, TranscriptionService& s)
+      : options(std::move(o)), service(s), stats(options.stats ? options.stats : std::make_shared<ModelStats>()) {}
 
   ServerOptions options;
   TranscriptionService& service;
-  ModelStats stats;
+  std::shared_ptr<ModelStats> stats;  // options.stats (shared with the gRPC front end), else the server's own
   const std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
 
   // The served model a client means: "" -> the default (the service's first), an alias -> its target, a served
@@ -48,11 +49,5 @@ using RenderFn = std::function<HttpResponse(const TranscriptionResponse& respons
 // rejection; records statistics either way. `request` provides the id and the cancellation flag.
 void submit_transcription(const std::shared_ptr<ApiContext>& ctx, const HttpRequest& request, ApiStyle style,
                           Submission submission, RenderFn render, Responder respond);
-
-// Records a request that failed before reaching the core (bad input), for the failure statistics.
-void record_rejected(ApiContext& ctx, const std::string& model, Clock::time_point received);
-
-// Milliseconds since `since`.
-double ms_since(Clock::time_point since);
 
 }  // namespace steno::serve::http

@@ -72,6 +72,7 @@ HttpError error_from_exception(const Error& e, std::string param) {
     case ErrorCode::kNotFound:
       return HttpError(404, e.what(), std::move(param), "not_found");
     case ErrorCode::kUnavailable:
+    case ErrorCode::kResourceExhausted:
       return HttpError(503, e.what(), std::move(param), "unavailable");
     case ErrorCode::kInternal:
       break;

@@ -1,17 +1,14 @@
 #include "kserve_tensors.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
-#include <limits>
+
+#include "steno/core/error.h"
 
 namespace steno::serve::http {
 namespace {
-
-static_assert(std::endian::native == std::endian::little, "the binary tensor extension is little-endian");
 
 constexpr int kMaxNesting = 8;  // nested "data" arrays deeper than any real tensor are refused, not recursed into
 
@@ -27,34 +24,15 @@ void flatten(const nlohmann::json& data, int depth, const std::string& input, st
   for (const auto& d : data) flatten(d, depth + 1, input, out);
 }
 
-// A BYTES tensor in binary form: elements of a 4-byte little-endian length followed by that many bytes.
-std::vector<std::string> parse_binary_bytes(std::string_view data, const std::string& input) {
-  std::vector<std::string> out;
-  while (!data.empty()) {
-    if (data.size() < 4)
-      throw bad(fmt::format("input '{}': binary BYTES data ends inside an element's 4-byte length", input));
-    uint32_t len;
-    std::memcpy(&len, data.data(), 4);
-    data.remove_prefix(4);
-    if (len > data.size())
-      throw bad(fmt::format("input '{}': a binary BYTES element says {} bytes but only {} remain", input, len,
-                            data.size()));
-    out.emplace_back(data.substr(0, len));
-    data.remove_prefix(len);
+// The shared raw-data decoding (frontend/infer_tensors.h) throws steno::Error; this parser's contract is an
+// HttpError 400 for every malformed body.
+template <typename F>
+void as_bad_request(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    throw bad(e.what());
   }
-  return out;
-}
-
-void fill_from_binary(InferTensor& t, std::string_view data) {
-  if (t.datatype == "BYTES") {
-    t.bytes = parse_binary_bytes(data, t.name);
-  } else if (t.datatype == "FP32") {
-    if (data.size() % 4 != 0)
-      throw bad(fmt::format("input '{}': binary FP32 data is {} bytes, not a multiple of 4", t.name, data.size()));
-    t.fp32.resize(data.size() / 4);
-    std::memcpy(t.fp32.data(), data.data(), data.size());
-  }
-  // Other datatypes are kept without data: the handler refuses them by datatype with a clearer message.
 }
 
 void fill_from_json(InferTensor& t, const nlohmann::json& data) {
@@ -108,15 +86,6 @@ bool bool_param(const nlohmann::json& params, const char* key) {
 }
 
 }  // namespace
-
-int64_t InferTensor::element_count() const {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return -1;
-    n *= d;
-  }
-  return n;
-}
 
 InferRequestBody parse_infer_request(std::string_view body, std::optional<size_t> json_length) {
   InferRequestBody req;
@@ -180,17 +149,14 @@ InferRequestBody parse_infer_request(std::string_view body, std::optional<size_t
       if (n > binary.size() - offset)
         throw bad(fmt::format("{}: binary_data_size is {} bytes but only {} binary bytes remain in the body", where,
                               n, binary.size() - offset));
-      fill_from_binary(t, binary.substr(offset, n));
+      as_bad_request([&] { fill_from_raw(t, binary.substr(offset, n)); });
       offset += n;
     } else {
       const auto data = in.find("data");
       if (data == in.end()) throw bad(fmt::format("{}: 'data' is missing (and no binary_data_size was given)", where));
       fill_from_json(t, *data);
     }
-    const size_t have = t.datatype == "BYTES" ? t.bytes.size() : t.fp32.size();
-    if ((t.datatype == "BYTES" || t.datatype == "FP32") && static_cast<int64_t>(have) != t.element_count())
-      throw bad(fmt::format("{}: shape [{}] needs {} elements but {} were given", where, fmt::join(t.shape, ", "),
-                            t.element_count(), have));
+    as_bad_request([&] { check_element_count(t); });
     req.inputs.push_back(std::move(t));
   }
   if (offset != binary.size())
@@ -221,17 +187,9 @@ HttpResponse encode_infer_response(const std::string& model, const std::optional
   for (const auto& o : outputs) {
     nlohmann::json j = {{"name", o.name}, {"datatype", o.datatype}, {"shape", o.shape}};
     if (o.binary) {
-      const size_t before = binary.size();
-      if (o.datatype == "BYTES") {
-        for (const auto& s : o.bytes) {
-          const uint32_t len = static_cast<uint32_t>(s.size());
-          binary.append(reinterpret_cast<const char*>(&len), 4);
-          binary.append(s);
-        }
-      } else {
-        binary.append(reinterpret_cast<const char*>(o.fp32.data()), o.fp32.size() * sizeof(float));
-      }
-      j["parameters"] = {{"binary_data_size", binary.size() - before}};
+      const std::string data = raw_output_data(o);
+      binary += data;
+      j["parameters"] = {{"binary_data_size", data.size()}};
     } else if (o.datatype == "BYTES") {
       j["data"] = o.bytes;
     } else {

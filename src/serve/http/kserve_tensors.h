@@ -1,55 +1,23 @@
-// KServe v2 inference requests and responses as tensors: the JSON form and the binary tensor extension
-// (serving-protocols.md §2.2-2.3). Parsing checks structure only (every malformed body -> HttpError 400 with a
-// message naming the field); what the model accepts is checked by the infer handler.
+// KServe v2 inference requests and responses over HTTP: the JSON form and the binary tensor extension
+// (serving-protocols.md §2.2-2.3), to and from the wire-neutral tensors of frontend/infer_tensors.h. Parsing
+// checks structure only (every malformed body -> a 400 with a message naming the field: an HttpError, or a
+// steno::Error(kInvalidArgument) from the shared raw-data decoding); what the model accepts is checked by
+// frontend/kserve_model.h.
 #pragma once
 
-#include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "steno/serve/frontend/infer_tensors.h"
 #include "steno/serve/http/message.h"
 
 namespace steno::serve::http {
 
-struct InferTensor {
-  std::string name;
-  std::string datatype;         // "BYTES", "FP32", ...
-  std::vector<int64_t> shape;
-  nlohmann::json parameters = nlohmann::json::object();
-  std::vector<std::string> bytes;  // BYTES elements (JSON: base64-decoded; binary: as sent)
-  std::vector<float> fp32;         // FP32 elements
-  int64_t element_count() const;
-};
-
-struct RequestedOutput {
-  std::string name;
-  bool binary = false;
-};
-
-struct InferRequestBody {
-  std::optional<std::string> id;
-  nlohmann::json parameters = nlohmann::json::object();
-  std::vector<InferTensor> inputs;
-  std::vector<RequestedOutput> outputs;  // empty: every output, in the form binary_data_output says
-  bool binary_data_output = false;       // request-level default for outputs
-};
-
 // `json_length`: the Inference-Header-Content-Length header, when present (binary extension); 0 means the body is
 // a single raw input (a BYTES element: the encoded audio file).
 InferRequestBody parse_infer_request(std::string_view body, std::optional<size_t> json_length);
-
-// One output tensor of a response, with its data.
-struct OutputTensor {
-  std::string name;
-  std::string datatype;  // BYTES or FP32
-  std::vector<int64_t> shape;
-  std::vector<std::string> bytes;
-  std::vector<float> fp32;
-  bool binary = false;  // sent through the binary extension
-};
 
 // The response body: JSON, or the JSON header + binary data when any output is binary (Inference-Header-Content-
 // Length then set).

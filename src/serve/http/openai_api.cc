@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "audio_input.h"
 #include "header_value.h"
+#include "steno/serve/frontend/audio_input.h"
 #include "steno/serve/http/multipart.h"
 #include "transcript_formats.h"
 
@@ -122,10 +122,10 @@ void transcribe(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Re
   submission.model = form.model;
   submission.received = received;
   try {
-    submission.pcm = decode_upload(form.file->data, ctx->options.max_audio_seconds, "file");
-  } catch (const HttpError&) {
-    record_rejected(*ctx, form.model, received);
-    throw;
+    submission.pcm = decode_upload(form.file->data, ctx->options.max_audio_seconds);
+  } catch (const Error& e) {
+    ctx->stats->record_rejected(form.model, received);
+    throw error_from_exception(e, "file");
   }
   submission.input_ms = ms_since(received);
   const double audio_seconds = static_cast<double>(submission.pcm.size()) / 16000.0;

@@ -23,6 +23,7 @@ const std::map<std::string, Setter>& setters() {
   static const std::map<std::string, Setter> table = {
       {"host", set(&ServeConfig::host)},
       {"port", set(&ServeConfig::port)},
+      {"grpc_port", set(&ServeConfig::grpc_port)},
       {"model", set(&ServeConfig::model)},
       {"model_name", set(&ServeConfig::model_name)},
       {"api_key", set(&ServeConfig::api_key)},
@@ -101,6 +102,10 @@ bool is_loopback_host(std::string_view host) {
 void validate(const ServeConfig& c) {
   STENO_CHECK(!c.host.empty(), "host is empty");
   STENO_CHECK(c.port >= 0 && c.port <= 65535, "port must be in 0..65535, got {}", c.port);
+  STENO_CHECK(c.grpc_port >= 0 && c.grpc_port <= 65535, "grpc_port must be in 0..65535 (0 = no gRPC), got {}",
+              c.grpc_port);
+  STENO_CHECK(c.grpc_port == 0 || c.grpc_port != c.port, "grpc_port and port are both {}: give gRPC its own port",
+              c.port);
   STENO_CHECK(c.max_body_mb > 0 && c.max_body_mb <= 4096, "max_body_mb must be in (0, 4096], got {}", c.max_body_mb);
   STENO_CHECK(c.max_audio_seconds > 0, "max_audio_seconds must be > 0, got {}", c.max_audio_seconds);
   STENO_CHECK(c.lanes >= 1, "lanes must be >= 1, got {}", c.lanes);

@@ -10,18 +10,11 @@
 #include "kserve_api.h"
 #include "listener.h"
 #include "openai_api.h"
-#include "work_pool.h"
+#include "steno/serve/frontend/api_key.h"
+#include "steno/serve/frontend/work_pool.h"
 
 namespace steno::serve::http {
 namespace {
-
-// Compares without an early exit, so that response timing does not reveal how much of a guessed key was right.
-bool constant_time_equals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size() || b.empty()) return false;  // the length is not secret enough to hide
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 void validate(const ServerOptions& o) {
   STENO_CHECK(o.io_threads >= 1, "io_threads must be >= 1, got {}", o.io_threads);
@@ -87,8 +80,7 @@ class HttpServer::Impl final : public RequestHandler {
     const Router::Match m = router_.match(head.method, head.path);
     if (m.route && m.route->options.public_route) return std::nullopt;
     const std::string_view auth = trim(head.header("Authorization"));
-    const bool bearer = auth.size() > 7 && to_lower(auth.substr(0, 7)) == "bearer ";
-    if (bearer && constant_time_equals(trim(auth.substr(7)), key)) return std::nullopt;
+    if (bearer_token_matches(auth, key)) return std::nullopt;
     spdlog::info("{} {} {} from {}: 401 ({})", head.id, head.method, head.path, head.remote,
                  auth.empty() ? "no Authorization header" : "wrong API key");
     HttpResponse r = error_response(

@@ -15,8 +15,9 @@
 namespace steno::serve::http {
 
 struct ServeConfig {
-  std::string host = "127.0.0.1";
+  std::string host = "127.0.0.1";  // the HTTP and gRPC front ends both listen on it
   int port = 8000;
+  int grpc_port = 0;  // KServe v2 over gRPC; 0 = off (Triton's port is 8001)
   std::string model;       // model directory; "" = the bundled model
   std::string model_name;  // the name clients use; "" = the directory's last component
   std::string api_key;     // also from $STENO_API_KEY (keeps it off the command line, which `ps` shows)

@@ -18,6 +18,10 @@
 
 #include "steno/serve/service.h"
 
+namespace steno::serve {
+class ModelStats;  // steno/serve/frontend/model_stats.h
+}  // namespace steno::serve
+
 namespace steno::serve::http {
 
 struct ServerOptions {
@@ -45,6 +49,10 @@ struct ServerOptions {
 
   // GET /metrics returns metrics() as Prometheus text. Unset: the service's render_metrics().
   std::function<std::string()> metrics;
+
+  // The KServe statistics table (GET /v2/models/.../stats). Unset: the server's own. `steno serve` passes one table
+  // to the HTTP and gRPC front ends, so that both report the same numbers.
+  std::shared_ptr<ModelStats> stats;
 
   // Extra names clients may use for a served model, e.g. {"whisper-1": "steno-tdt-small-en"} for clients that
   // hard-code OpenAI's model names. Empty by default: an unknown name is a 404, never a silent substitution.

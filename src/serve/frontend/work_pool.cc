@@ -1,6 +1,8 @@
-#include "work_pool.h"
+#include "steno/serve/frontend/work_pool.h"
 
-namespace steno::serve::http {
+#include <algorithm>
+
+namespace steno::serve {
 
 WorkPool::WorkPool(int threads) {
   for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { run(); });
@@ -37,4 +39,4 @@ void WorkPool::run() {
   }
 }
 
-}  // namespace steno::serve::http
+}  // namespace steno::serve

@@ -1,5 +1,6 @@
 // A few threads that run handlers which parse large bodies or decode audio, so that this CPU work never stalls
-// the I/O threads (and with them every other connection, health probes included).
+// a front end's I/O threads (HTTP) or its RPC callback threads (gRPC), and with them every other connection,
+// health probes included.
 #pragma once
 
 #include <condition_variable>
@@ -9,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace steno::serve::http {
+namespace steno::serve {
 
 class WorkPool {
  public:
@@ -29,4 +30,4 @@ class WorkPool {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace steno::serve::http
+}  // namespace steno::serve

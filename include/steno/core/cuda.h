@@ -1,0 +1,119 @@
+// The CUDA runtime as steno's core sees it: devices, streams, device and pinned-host memory, copies. The header
+// names no CUDA type, so every target compiles with or without the toolkit; without it (STENO_HAVE_CUDA off)
+// cuda::built() is false, device_count() is 0 and everything else fails with kUnavailable and a clear message.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "steno/core/allocator.h"
+#include "steno/core/device.h"
+
+namespace steno::cuda {
+
+bool built();        // this binary has the CUDA backend
+int device_count();  // 0 when not built, no driver or no device (never throws)
+
+struct DeviceInfo {
+  std::string name;
+  int sm_major = 0, sm_minor = 0;
+  int multiprocessors = 0;
+  size_t total_memory = 0;
+};
+DeviceInfo device_info(int device);
+
+// Throws kUnavailable unless `device` is a CUDA device this process can use.
+void check_device(Device device);
+
+// An owned CUDA stream (non-blocking with respect to the legacy default stream) on one device.
+class Stream {
+ public:
+  explicit Stream(int device);
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  int device() const { return device_; }
+  void* handle() const { return handle_; }  // a cudaStream_t
+  void synchronize() const;
+
+ private:
+  int device_;
+  void* handle_ = nullptr;
+};
+
+// Makes `device` current on this thread (cudaSetDevice).
+void set_device(int device);
+
+// Copies `bytes` in stream order; host pointers may be pageable or pinned (pinned ones overlap with compute).
+void memcpy_async(void* dst, const void* src, size_t bytes, const Stream& stream);
+void memset_async(void* dst, int value, size_t bytes, const Stream& stream);
+
+struct DevicePoolStats {
+  size_t reserved_bytes = 0;       // held by the pool (in use + cached)
+  size_t used_bytes = 0;           // handed out
+  size_t peak_reserved_bytes = 0;
+  size_t peak_used_bytes = 0;
+};
+
+// The caching device allocator: CUDA's stream-ordered pool allocator (cudaMallocFromPoolAsync) on one stream,
+// with the pool's release threshold at "never", so freed blocks stay cached and steady-state inference makes no
+// cudaMalloc/cudaFree calls. Frees are ordered on the stream, so a block is reused only after the kernels queued
+// before its release have run, which is what lets a Tensor go out of scope while its last kernel is in flight.
+// One allocator per stream (one per ops::Context); each owns a private pool, so lanes do not contend.
+class DeviceAllocator final : public Allocator {
+ public:
+  explicit DeviceAllocator(const Stream& stream);
+  ~DeviceAllocator() override;
+  DeviceAllocator(const DeviceAllocator&) = delete;
+  DeviceAllocator& operator=(const DeviceAllocator&) = delete;
+
+  Device device() const override { return Device::cuda(stream_.device()); }
+  void* allocate(size_t bytes) override;
+  void deallocate(void* ptr, size_t bytes) override;
+
+  DevicePoolStats stats() const;
+  void trim();  // returns cached blocks to the driver (after a synchronize)
+
+ private:
+  const Stream& stream_;
+  void* pool_ = nullptr;  // cudaMemPool_t
+};
+
+// Plain cudaMalloc / cudaFree memory, for weights shared by every stream of a process (never freed while in use).
+class WeightAllocator final : public Allocator {
+ public:
+  explicit WeightAllocator(int device) : device_(device) {}
+  Device device() const override { return Device::cuda(device_); }
+  void* allocate(size_t bytes) override;
+  void deallocate(void* ptr, size_t bytes) override;
+
+ private:
+  int device_;
+};
+
+// The process-wide weight allocator of `device` (weights outlive every context that reads them).
+WeightAllocator& weight_allocator(int device);
+
+// Pinned (page-locked) host memory, cached like CpuCachingAllocator: staging for host<->device copies that run
+// asynchronously. Its tensors are CPU tensors.
+class PinnedAllocator final : public Allocator {
+ public:
+  PinnedAllocator();
+  ~PinnedAllocator() override;
+  PinnedAllocator(const PinnedAllocator&) = delete;
+  PinnedAllocator& operator=(const PinnedAllocator&) = delete;
+  Device device() const override { return Device::cpu(); }
+  void* allocate(size_t bytes) override;
+  void deallocate(void* ptr, size_t bytes) override;
+
+ private:
+  struct Cache;
+  std::unique_ptr<Cache> cache_;
+};
+
+PinnedAllocator& default_pinned_allocator();
+
+}  // namespace steno::cuda

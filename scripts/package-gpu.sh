@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds steno with the CUDA backend here (sm_90 + PTX) and packs what the GPU machine needs to run it into one
+# compressed file: the binaries (steno, the test and benchmark programs) and the shared libraries they use that
+# the GPU machine lacks (everything but the C/C++ runtime and CUDA's own libraries, which it has).
+#
+#   scripts/package-gpu.sh [OUT_FILE]          (default: gpu-pkg/steno-gpu.tar.xz; gpu-pkg/ is git-ignored)
+#
+# STENO_GPU_PROGRAMS names the programs (build targets) to pack; the default is what GPU work runs: steno, the
+# CUDA test programs and the engine benchmark. A run call carries at most 64 MiB with the tracked tree (~34 MB),
+# so the package must stay under ~30 MB: pack only what the call needs.
+# On the GPU machine, from the repository root (the carried working tree):
+#   mkdir -p /tmp/steno && tar xf gpu-pkg/steno-gpu.tar.xz -C /tmp/steno
+#   /tmp/steno/run.sh steno transcribe --device cuda tests/data/testset/espeak/audio/test-0000009.flac
+#   /tmp/steno/run.sh ops_cuda_test
+# run.sh puts the carried libraries and CUDA's on the library path, and links this checkout to the absolute path
+# the tests were built with (they find tests/data and models/ through it) when that path does not exist there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=${1:-gpu-pkg/steno-gpu.tar.xz}
+build=${STENO_GPU_BUILD:-build-gpu}
+
+# gRPC is off: the GPU machine has no gRPC libraries and carrying them is not worth it for engine work.
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTENO_WITH_CUDA=ON -DSTENO_WITH_GRPC=OFF >/dev/null
+read -r -a targets <<< "${STENO_GPU_PROGRAMS:-steno ops_cuda_test asr_cuda_test engine_cuda_test engine_bench}"
+cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}"
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/lib"
+programs=()
+for t in "${targets[@]}"; do
+  f=$(find "$build/apps" "$build/tests" "$build/bench" -type f -executable -name "$t" | head -1)
+  [ -n "$f" ] || { echo "package-gpu: no program $t in $build" >&2; exit 1; }
+  programs+=("$f")
+done
+cp "${programs[@]}" "$stage/bin/"
+
+# Libraries the GPU machine provides itself: the C and C++ runtimes and the CUDA toolkit's.
+system_lib='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libnvrtc|libnvJitLink)'
+for p in "${programs[@]}"; do
+  ldd "$p" | awk '$3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r name path; do
+  [[ $name =~ $system_lib ]] && continue
+  cp -L "$path" "$stage/lib/$name"
+done
+
+cat > "$stage/run.sh" <<RUN
+#!/usr/bin/env bash
+# Runs a packaged steno program: run.sh PROGRAM [ARGS...] (see scripts/package-gpu.sh).
+set -euo pipefail
+here=\$(cd "\$(dirname "\$0")" && pwd)
+if [ ! -e "$root" ]; then mkdir -p "\$(dirname "$root")" && ln -s "\$PWD" "$root"; fi
+export LD_LIBRARY_PATH="\$here/lib:/usr/local/cuda/lib64\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+prog=\$1; shift
+exec "\$here/bin/\$prog" "\$@"
+RUN
+chmod +x "$stage/run.sh"
+
+mkdir -p "$(dirname "$out")"
+tar -C "$stage" -cf - . | xz -T0 -9 > "$out"
+echo "package-gpu: $out ($(du -h "$out" | cut -f1)): ${#programs[@]} programs, $(ls "$stage/lib" | wc -l) libraries"

@@ -1,0 +1,130 @@
+// Batched greedy TDT decoding on a CUDA device with no host synchronization per step: NeMo's label-looping
+// search (parakeet-architecture.md §7), giving the same tokens, timestamps and durations as TdtDecoder::decode
+// (the CPU reference) for the same encoder output, up to floating-point rounding of near-tied logits.
+//
+// The loop runs on the device. Each iteration is one fixed sequence of kernels and cuBLASLt GEMMs over a bucket
+// of rows (batch padded to a power of two, padding rows inactive): the joint's hidden layer, the output GEMM,
+// the label decision (argmax, durations, max_symbols, token recording, loop flags), then one LSTM step and the
+// prediction projection, which change only the rows that emitted a token. In graph mode that sequence is
+// captured once per bucket as the body of a CUDA graph WHILE node whose condition the decision kernel sets,
+// so one graph launch decodes the whole batch; the host waits once, at the end, to copy the results back.
+//
+// Not built without CUDA (STENO_HAVE_CUDA). The header names no CUDA type.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "steno/asr/tdt_decoder.h"
+#include "steno/core/tensor.h"
+#include "steno/ops/context.h"
+
+namespace steno::asr {
+
+namespace detail {
+struct TdtBucket;  // one bucket's device buffers and graphs (cuda_tdt_decoder.cc)
+}
+
+// How the decode loop is driven. All three run the same kernels on the same data and give bit-identical
+// results; they differ in launch overhead and host involvement (what the benchmark compares).
+enum class TdtLoop {
+  // One graph launch per decode: the step is the body of a conditional WHILE node (driver >= CUDA 12.4).
+  kGraphWhile,
+  // A graph of kUnrolledSteps steps, relaunched while the loop flag (copied to pinned memory after each launch)
+  // says rows are active: one host synchronization per kUnrolledSteps steps. kGraphWhile falls back to it if
+  // the driver refuses conditional nodes or the while graph cannot be instantiated.
+  kGraphUnrolled,
+  // The same kernels launched one by one, the flag read every kUnrolledSteps steps.
+  kEager,
+};
+const char* tdt_loop_name(TdtLoop loop);  // "graph-while", "graph-unrolled", "eager"
+
+struct CudaDecodeOptions {
+  TdtLoop loop = TdtLoop::kGraphWhile;
+  // Per-step joint outputs are a debugging aid of the CPU decoder only: asking for them here is an error.
+  bool keep_alignments = false;
+  // Tokens per clip the first pass has room for (0: frames + 16, plenty for speech). A clip that emits more
+  // makes the decode run again with room for the bound, frames x max_symbols. Tests set it low to force that.
+  int64_t initial_token_capacity = 0;
+};
+
+class CudaTdtDecoder {
+ public:
+  // Steps per launch of the unrolled graph, and steps between host checks in eager mode.
+  static constexpr int kUnrolledSteps = 16;
+
+  // Per-caller mutable state: device buffers and captured graphs for each bucket size seen so far. The decoder
+  // is shared read-only; each ops::Context (lane, stream) that decodes owns one Workspace, which stays bound to
+  // that context (it keeps a copy, so the stream and cuBLASLt workspace its graphs captured stay alive) and to
+  // this decoder (the graphs hold its weights). Using it with another context or decoder frees everything and
+  // captures again. Not thread-safe.
+  class Workspace {
+   public:
+    Workspace();
+    ~Workspace();
+    Workspace(Workspace&&) noexcept;
+    Workspace& operator=(Workspace&&) noexcept;
+
+    int num_buckets() const;       // buckets allocated so far
+    int num_graphs() const;        // graphs captured so far (a bucket has up to one per graph mode)
+    bool while_supported() const;  // false once a conditional node was refused (graph-while then unrolls)
+    void clear();                  // frees every bucket and graph (the next decode captures again)
+
+   private:
+    friend class CudaTdtDecoder;
+    struct State;
+    std::unique_ptr<State> state_;
+  };
+
+  // Places `cpu`'s weights on ctx's device in `dtype` (f32, f16 or bf16) for the matrix products; biases and
+  // the LSTM cell state stay f32. Waits for the uploads.
+  CudaTdtDecoder(const TdtDecoder& cpu, ops::Context& ctx, DType dtype);
+  ~CudaTdtDecoder();
+
+  Device device() const { return device_; }
+  DType dtype() const { return dtype_; }
+  int blank_id() const { return vocab_size_; }
+  // The bucket a batch of `batch` rows runs in: the next power of two.
+  static int64_t bucket_size(int64_t batch);
+
+  // encoded [B, T, d_model] on ctx's device in dtype(), lengths[b] in [0, T] -> one hypothesis per clip (no
+  // alignments). `stats` (optional) is added to as by the CPU decoder. Graph mode is TdtLoop::kGraphWhile.
+  std::vector<Hypothesis> decode(ops::Context& ctx, Workspace& ws, const Tensor& encoded,
+                                 const std::vector<int64_t>& lengths, DecodeStats* stats = nullptr,
+                                 bool use_graphs = true) const;
+  std::vector<Hypothesis> decode(ops::Context& ctx, Workspace& ws, const Tensor& encoded,
+                                 const std::vector<int64_t>& lengths, const CudaDecodeOptions& options,
+                                 DecodeStats* stats = nullptr) const;
+
+ private:
+  using Bucket = detail::TdtBucket;
+
+  Bucket& bucket(ops::Context& ctx, Workspace& ws, int64_t rows) const;
+  // Queues the LSTM step and the prediction projection (only rows whose `emitted` flag is set advance): the SOS
+  // step before the loop and the second half of every loop step.
+  void record_prediction(ops::Context& ctx, Bucket& bk) const;
+  // Queues one loop step; `handle` is the WHILE node's condition (a cudaGraphConditionalHandle) if set_handle.
+  void record_step(ops::Context& ctx, Bucket& bk, uint64_t handle, bool set_handle) const;
+  // Queues the reset of the loop state and the SOS step (eagerly, before the loop).
+  void record_start(ops::Context& ctx, Bucket& bk) const;
+  // Capture the step once per bucket: as the body of a WHILE node (false if the driver refuses conditional
+  // nodes), or kUnrolledSteps times into a plain graph.
+  bool capture_while(ops::Context& ctx, Bucket& bk) const;
+  void capture_unrolled(ops::Context& ctx, Bucket& bk) const;
+  void run_loop(ops::Context& ctx, Workspace& ws, Bucket& bk, TdtLoop loop) const;
+
+  uint64_t id_;  // unique per decoder: a workspace captured for another decoder starts over
+  Device device_;
+  DType dtype_;
+  int vocab_size_, max_symbols_, joint_hidden_, hidden_, embed_dim_, n_out_;
+  int64_t d_model_;
+  std::vector<int> durations_;
+  Tensor embed_;                   // [V+1, P], dtype
+  std::vector<Tensor> w_cat_;      // per LSTM layer: [4H, In + H] = [w_ih | w_hh], dtype
+  std::vector<Tensor> lstm_bias_;  // per layer: b_ih + b_hh [4H], f32
+  Tensor enc_w_, pred_w_, out_w_;  // dtype
+  Tensor enc_b_, pred_b_, out_b_;  // f32
+};
+
+}  // namespace steno::asr

@@ -1,0 +1,209 @@
+// steno::cuda on the CUDA runtime API (built only with STENO_HAVE_CUDA).
+#include <cuda_runtime.h>
+
+#include <limits>
+#include <map>
+#include <mutex>
+
+#include "steno/core/allocator.h"
+#include "steno/core/cuda.h"
+#include "steno/core/error.h"
+
+namespace steno::cuda {
+namespace {
+
+[[noreturn]] void cuda_fail(cudaError_t err, const char* what) {
+  // Out-of-memory is its own code so that callers (the batcher) can split a batch and retry.
+  const ErrorCode code = err == cudaErrorMemoryAllocation ? ErrorCode::kResourceExhausted : ErrorCode::kInternal;
+  fail(code, "CUDA error in {}: {} ({})", what, cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
+void check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) cuda_fail(err, what);
+}
+
+cudaStream_t as_stream(const Stream& s) { return static_cast<cudaStream_t>(s.handle()); }
+
+}  // namespace
+
+bool built() { return true; }
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no driver / no device" error
+    return 0;
+  }
+  return n;
+}
+
+DeviceInfo device_info(int device) {
+  check_device(Device::cuda(device));
+  cudaDeviceProp p{};
+  check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
+  return {p.name, p.major, p.minor, p.multiProcessorCount, p.totalGlobalMem};
+}
+
+void check_device(Device device) {
+  STENO_CHECK(!device.is_cpu(), "check_device: {} is not a CUDA device", device.str());
+  const int n = device_count();
+  if (device.index < 0 || device.index >= n)
+    fail(ErrorCode::kUnavailable, "{} is not available: this machine has {} CUDA device(s)", device.str(), n);
+}
+
+void set_device(int device) { check(cudaSetDevice(device), "cudaSetDevice"); }
+
+Stream::Stream(int device) : device_(device) {
+  check_device(Device::cuda(device));
+  set_device(device);
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  handle_ = s;
+}
+
+Stream::~Stream() {
+  if (handle_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(handle_));
+}
+
+void Stream::synchronize() const { check(cudaStreamSynchronize(as_stream(*this)), "cudaStreamSynchronize"); }
+
+void memcpy_async(void* dst, const void* src, size_t bytes, const Stream& stream) {
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, as_stream(stream)), "cudaMemcpyAsync");
+}
+
+void memset_async(void* dst, int value, size_t bytes, const Stream& stream) {
+  if (bytes == 0) return;
+  check(cudaMemsetAsync(dst, value, bytes, as_stream(stream)), "cudaMemsetAsync");
+}
+
+// ---- DeviceAllocator ------------------------------------------------------------------------------------------
+
+DeviceAllocator::DeviceAllocator(const Stream& stream) : stream_(stream) {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = stream.device();
+  cudaMemPool_t pool = nullptr;
+  check(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate");
+  uint64_t keep = std::numeric_limits<uint64_t>::max();  // never give cached memory back on synchronize
+  check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+  pool_ = pool;
+}
+
+DeviceAllocator::~DeviceAllocator() {
+  if (pool_ == nullptr) return;
+  cudaStreamSynchronize(as_stream(stream_));
+  cudaMemPoolDestroy(static_cast<cudaMemPool_t>(pool_));
+}
+
+void* DeviceAllocator::allocate(size_t bytes) {
+  void* p = nullptr;
+  // 256-byte granularity keeps every tensor aligned for vectorised (16-byte) loads.
+  const size_t n = bytes == 0 ? 256 : (bytes + 255) / 256 * 256;
+  const cudaError_t err =
+      cudaMallocFromPoolAsync(&p, n, static_cast<cudaMemPool_t>(pool_), as_stream(stream_));
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    if (err == cudaErrorMemoryAllocation)
+      fail(ErrorCode::kResourceExhausted, "out of device memory on cuda:{} allocating {} bytes ({} reserved)",
+           stream_.device(), n, stats().reserved_bytes);
+    cuda_fail(err, "cudaMallocFromPoolAsync");
+  }
+  return p;
+}
+
+void DeviceAllocator::deallocate(void* ptr, size_t) {
+  if (ptr != nullptr) cudaFreeAsync(ptr, as_stream(stream_));
+}
+
+DevicePoolStats DeviceAllocator::stats() const {
+  auto get = [&](cudaMemPoolAttr attr) {
+    uint64_t v = 0;
+    cudaMemPoolGetAttribute(static_cast<cudaMemPool_t>(pool_), attr, &v);
+    return static_cast<size_t>(v);
+  };
+  return {get(cudaMemPoolAttrReservedMemCurrent), get(cudaMemPoolAttrUsedMemCurrent),
+          get(cudaMemPoolAttrReservedMemHigh), get(cudaMemPoolAttrUsedMemHigh)};
+}
+
+void DeviceAllocator::trim() {
+  stream_.synchronize();
+  check(cudaMemPoolTrimTo(static_cast<cudaMemPool_t>(pool_), 0), "cudaMemPoolTrimTo");
+}
+
+// ---- WeightAllocator ------------------------------------------------------------------------------------------
+
+void* WeightAllocator::allocate(size_t bytes) {
+  set_device(device_);
+  void* p = nullptr;
+  const cudaError_t err = cudaMalloc(&p, bytes == 0 ? 256 : bytes);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    if (err == cudaErrorMemoryAllocation)
+      fail(ErrorCode::kResourceExhausted, "out of device memory on cuda:{} allocating {} bytes of weights",
+           device_, bytes);
+    cuda_fail(err, "cudaMalloc");
+  }
+  return p;
+}
+
+void WeightAllocator::deallocate(void* ptr, size_t) {
+  if (ptr != nullptr) cudaFree(ptr);
+}
+
+WeightAllocator& weight_allocator(int device) {
+  check_device(Device::cuda(device));
+  static std::mutex mu;
+  static std::map<int, WeightAllocator*> allocators;  // leaked on purpose: weights may outlive static destructors
+  std::lock_guard lock(mu);
+  auto& a = allocators[device];
+  if (a == nullptr) a = new WeightAllocator(device);
+  return *a;
+}
+
+// ---- PinnedAllocator ------------------------------------------------------------------------------------------
+
+struct PinnedAllocator::Cache {
+  std::mutex mu;
+  std::multimap<size_t, void*> free_blocks;  // size class -> block
+};
+
+PinnedAllocator::PinnedAllocator() : cache_(std::make_unique<Cache>()) {}
+
+PinnedAllocator::~PinnedAllocator() {
+  for (auto& [size, p] : cache_->free_blocks) cudaFreeHost(p);
+}
+
+void* PinnedAllocator::allocate(size_t bytes) {
+  const size_t cls = CpuCachingAllocator::size_class(bytes);
+  {
+    std::lock_guard lock(cache_->mu);
+    auto it = cache_->free_blocks.find(cls);
+    if (it != cache_->free_blocks.end()) {
+      void* p = it->second;
+      cache_->free_blocks.erase(it);
+      return p;
+    }
+  }
+  void* p = nullptr;
+  const cudaError_t err = cudaMallocHost(&p, cls);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    cuda_fail(err, "cudaMallocHost");
+  }
+  return p;
+}
+
+void PinnedAllocator::deallocate(void* ptr, size_t bytes) {
+  if (ptr == nullptr) return;
+  std::lock_guard lock(cache_->mu);
+  cache_->free_blocks.emplace(CpuCachingAllocator::size_class(bytes), ptr);
+}
+
+PinnedAllocator& default_pinned_allocator() {
+  static auto* a = new PinnedAllocator();  // leaked on purpose: tensors may outlive static destruction order
+  return *a;
+}
+
+}  // namespace steno::cuda

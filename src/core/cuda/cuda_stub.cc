@@ -1,0 +1,39 @@
+// steno::cuda in a build without the CUDA toolkit: no devices, and a clear error for anything that needs one.
+#include "steno/core/cuda.h"
+#include "steno/core/error.h"
+
+namespace steno::cuda {
+namespace {
+[[noreturn]] void not_built(const char* what) {
+  fail(ErrorCode::kUnavailable, "{}: this steno was built without CUDA (configure with -DSTENO_WITH_CUDA=ON on a "
+       "machine with the CUDA toolkit)", what);
+}
+}  // namespace
+
+bool built() { return false; }
+int device_count() { return 0; }
+DeviceInfo device_info(int) { not_built("device_info"); }
+void check_device(Device device) { not_built(device.str().c_str()); }
+void set_device(int) { not_built("set_device"); }
+Stream::Stream(int device) : device_(device) { not_built("cuda::Stream"); }
+Stream::~Stream() = default;
+void Stream::synchronize() const { not_built("Stream::synchronize"); }
+void memcpy_async(void*, const void*, size_t, const Stream&) { not_built("memcpy_async"); }
+void memset_async(void*, int, size_t, const Stream&) { not_built("memset_async"); }
+DeviceAllocator::DeviceAllocator(const Stream& stream) : stream_(stream) { not_built("DeviceAllocator"); }
+DeviceAllocator::~DeviceAllocator() = default;
+void* DeviceAllocator::allocate(size_t) { not_built("DeviceAllocator::allocate"); }
+void DeviceAllocator::deallocate(void*, size_t) {}
+DevicePoolStats DeviceAllocator::stats() const { return {}; }
+void DeviceAllocator::trim() {}
+void* WeightAllocator::allocate(size_t) { not_built("WeightAllocator::allocate"); }
+void WeightAllocator::deallocate(void*, size_t) {}
+WeightAllocator& weight_allocator(int) { not_built("weight_allocator"); }
+struct PinnedAllocator::Cache {};
+PinnedAllocator::PinnedAllocator() = default;
+PinnedAllocator::~PinnedAllocator() = default;
+void* PinnedAllocator::allocate(size_t) { not_built("PinnedAllocator::allocate"); }
+void PinnedAllocator::deallocate(void*, size_t) {}
+PinnedAllocator& default_pinned_allocator() { not_built("default_pinned_allocator"); }
+
+}  // namespace steno::cuda

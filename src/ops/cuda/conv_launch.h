@@ -1,0 +1,16 @@
+// Launchers of conv.cu (raw pointers, see launch.h), included by both conv.cu and conv_cuda.cc so
+// that the two sides cannot disagree on a signature.
+#pragma once
+
+#include "launch.h"
+
+namespace steno::ops::cuda {
+
+void launch_conv2d(Dt dt, const void* x, const void* w, const void* bias, void* y, int64_t batch, int64_t cin,
+                   int64_t h, int64_t wd, int64_t cout, int64_t kh, int64_t kw, int64_t ho, int64_t wo, int stride_h,
+                   int stride_w, int pad_h, int pad_w, int64_t groups, cudaStream_t stream);
+void launch_depthwise_conv1d(Dt dt, const void* x, const void* w, const void* bias, void* y, int64_t batch,
+                             int64_t steps, int64_t channels, int64_t k, int64_t out_steps, int pad_left,
+                             cudaStream_t stream);
+
+}  // namespace steno::ops::cuda

@@ -1,0 +1,276 @@
+// GEMMs on cuBLASLt: gemm_raw, gemm and linear (the bias added in the epilogue), f32 / f16 / bf16 storage with
+// f32 accumulation (CUBLAS_COMPUTE_32F; f32 without TF32, so f32 results match the CPU to ~1e-6 relative).
+//
+// Layout mapping. steno is row-major, cuBLASLt column-major. A row-major X [r, c] with leading dimension ld is,
+// read column-major, the matrix Xᵀ [c, r] with the same ld, so the row-major C = op(A)·op(B) is issued as the
+// column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: cuBLASLt's first operand is steno's B, its second is steno's A, its (m, n)
+// are steno's (n, m), and each operand keeps its own transpose flag. No data moves. Under this mapping the BIAS
+// epilogue (a vector along D's rows, broadcast over its columns) adds bias[j] to column j of every row of
+// steno's C [M, N]: nn.Linear's bias. (CUBLASLT_ORDER_ROW layouts would express the same, but fewer kernels take
+// them.) The bias has C's dtype, which is what cuBLASLt expects for f32 / f16 / bf16 outputs
+// (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE defaults to Dtype; we set it explicitly). Should the heuristic offer no
+// algorithm with the epilogue for some shape, the bias is added by a kernel after the product instead.
+//
+// CUDA graphs: the matmul path allocates nothing and never synchronizes: descriptors are host objects, the
+// workspace is the context's, and the algorithm comes from a cache filled by the first call of each shape (run
+// that call eagerly before capturing).
+
+// resources.h first: it names steno::cuda as `cuda::` from namespace steno::ops, which only resolves before
+// kernels.h / launch.h declare steno::ops::cuda.
+#include "resources.h"
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <compare>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "check.h"
+#include "kernels.h"
+#include "launch.h"
+#include "elementwise_launch.h"
+#include "steno/core/error.h"
+
+namespace steno::ops::cuda {
+
+namespace {
+
+// One row-major GEMM: c = alpha * op(a)·op(b) + beta * c (+ bias[n] on every row), all of dtype dt.
+struct Gemm {
+  Dt dt;
+  bool trans_a, trans_b;
+  int64_t m, n, k;
+  float alpha;
+  const void* a;
+  int64_t lda;
+  const void* b;
+  int64_t ldb;
+  float beta;
+  void* c;
+  int64_t ldc;
+  const void* bias;  // [n] or null
+};
+
+void check_status(cublasStatus_t st, const char* what) {
+  if (st != CUBLAS_STATUS_SUCCESS)
+    fail(ErrorCode::kInternal, "cuBLASLt {} failed: {} ({})", what, cublasLtGetStatusString(st),
+         cublasLtGetStatusName(st));
+}
+
+cudaDataType_t cuda_type(Dt dt) {
+  switch (dt) {
+    case Dt::kF16: return CUDA_R_16F;
+    case Dt::kBF16: return CUDA_R_16BF;
+    default: return CUDA_R_32F;
+  }
+}
+
+// The largest power of two (up to 256, cuBLASLt's default assumption) dividing the address. Tensors from the
+// context allocator are 256-byte aligned, but narrowed views and gemm_raw pointers need not be.
+uint32_t alignment(const void* p) {
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && v % a != 0) a /= 2;
+  return a;
+}
+
+// Owners of the cuBLASLt descriptor handles.
+template <typename H, cublasStatus_t (*Destroy)(H)>
+struct Owned {
+  H h = nullptr;
+  Owned() = default;
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  ~Owned() {
+    if (h != nullptr) Destroy(h);
+  }
+};
+using MatmulDesc = Owned<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
+using Layout = Owned<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
+using Preference = Owned<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
+
+template <typename V>
+void set_desc(const MatmulDesc& d, cublasLtMatmulDescAttributes_t attr, const V& v) {
+  check_status(cublasLtMatmulDescSetAttribute(d.h, attr, &v, sizeof(v)), "MatmulDescSetAttribute");
+}
+
+template <typename V>
+void set_pref(const Preference& p, cublasLtMatmulPreferenceAttributes_t attr, const V& v) {
+  check_status(cublasLtMatmulPreferenceSetAttribute(p.h, attr, &v, sizeof(v)), "MatmulPreferenceSetAttribute");
+}
+
+// A row-major matrix [rows, cols] with leading dimension ld, as cuBLASLt's column-major [cols, rows].
+void make_layout(Layout& l, Dt dt, int64_t rows, int64_t cols, int64_t ld) {
+  check_status(cublasLtMatrixLayoutCreate(&l.h, cuda_type(dt), static_cast<uint64_t>(cols),
+                                          static_cast<uint64_t>(rows), ld),
+               "MatrixLayoutCreate");
+}
+
+// Everything the heuristic's choice depends on. Pointer alignments are part of it: an algorithm chosen for
+// 256-byte aligned operands may not run on a narrowed view.
+struct PlanKey {
+  int device;
+  Dt dt;
+  bool trans_a, trans_b, bias;
+  int64_t m, n, k, lda, ldb, ldc;
+  uint32_t align_a, align_b, align_c, align_bias;
+  auto operator<=>(const PlanKey&) const = default;
+};
+
+struct Plan {
+  cublasLtMatmulAlgo_t algo;
+  // False when cuBLASLt offers no algorithm with the BIAS epilogue for this problem: the bias is then added by a
+  // small kernel after the product (not expected on Hopper for f32 / f16 / bf16; kept so that an unusual shape or
+  // alignment still runs).
+  bool bias_in_epilogue;
+};
+
+// The chosen plan per problem, shared by every context of the process (the choice depends on the device and the
+// problem only), so steady-state calls make no heuristic query. Bounded: an encoder sees one M per distinct batch
+// length, so a long-running server would otherwise grow it without limit.
+class PlanCache {
+ public:
+  bool find(const PlanKey& key, Plan* plan) {
+    std::lock_guard lock(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) return false;
+    *plan = it->second;
+    return true;
+  }
+  void insert(const PlanKey& key, const Plan& plan) {
+    std::lock_guard lock(mu_);
+    if (map_.size() >= kMaxEntries) map_.clear();
+    map_.emplace(key, plan);
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 8192;
+  std::mutex mu_;
+  std::map<PlanKey, Plan> map_;
+};
+
+PlanCache& plan_cache() {
+  static auto* cache = new PlanCache();  // leaked on purpose: contexts may outlive static destruction
+  return *cache;
+}
+
+// The operation: f32 accumulation and f32 alpha/beta for every storage dtype; with_bias adds the BIAS epilogue.
+void make_desc(MatmulDesc& desc, const Gemm& g, bool with_bias) {
+  check_status(cublasLtMatmulDescCreate(&desc.h, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
+  // cuBLASLt's A is steno's B and vice versa (see the top of the file).
+  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<int32_t>(g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
+  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<int32_t>(g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N));
+  if (with_bias) {
+    set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<uint32_t>(CUBLASLT_EPILOGUE_BIAS));
+    // The heuristic reads the pointer's alignment from here, so it is set before the query too.
+    set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias);
+    set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, static_cast<int32_t>(cuda_type(g.dt)));
+  }
+}
+
+// The heuristic's best algorithm for `desc`, or false when it has none.
+bool query_algo(cublasLtHandle_t handle, const PlanKey& key, const MatmulDesc& desc, const Layout& first,
+                const Layout& second, const Layout& out, cublasLtMatmulAlgo_t* algo) {
+  Preference pref;
+  check_status(cublasLtMatmulPreferenceCreate(&pref.h), "MatmulPreferenceCreate");
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(CudaResources::kWorkspaceBytes));
+  // Split-K only with f32 partial sums in the workspace: no partial sums rounded to f16/bf16, and no in-place
+  // (counter-ordered) reduction, so every call of a shape gives bit-identical results.
+  set_pref(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+           static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE));
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.align_b);
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.align_a);
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.align_c);
+  set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_c);
+  cublasLtMatmulHeuristicResult_t result{};
+  int count = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, desc.h, first.h, second.h, out.h, out.h, pref.h,
+                                                           1, &result, &count);
+  if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) check_status(st, "MatmulAlgoGetHeuristic");
+  if (st != CUBLAS_STATUS_SUCCESS || count == 0) return false;
+  *algo = result.algo;
+  return true;
+}
+
+const char* dt_name(Dt dt) { return dt == Dt::kF32 ? "f32" : dt == Dt::kF16 ? "f16" : "bf16"; }
+
+void run(Context& ctx, const Gemm& g) {
+  if (g.m == 0 || g.n == 0) return;
+  CudaResources& res = ctx.cuda_resources();
+  const auto stream = static_cast<cudaStream_t>(res.stream.handle());
+  if (g.k == 0) {  // alpha * op(A)·op(B) is an empty sum: C = beta * C (+ bias), not a cuBLASLt case
+    launch_scale_matrix(g.dt, g.c, g.m, g.n, g.ldc, g.beta, g.bias, stream);
+    check_launch("gemm (k = 0)");
+    return;
+  }
+  const auto handle = static_cast<cublasLtHandle_t>(res.cublaslt);
+  // Stored shapes (row-major): B is [k, n] or [n, k] when transposed, A is [m, k] or [k, m], C is [m, n].
+  Layout first, second, out;
+  make_layout(first, g.dt, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb);
+  make_layout(second, g.dt, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda);
+  make_layout(out, g.dt, g.m, g.n, g.ldc);
+
+  const bool bias = g.bias != nullptr;
+  const PlanKey key{.device = res.device, .dt = g.dt, .trans_a = g.trans_a, .trans_b = g.trans_b, .bias = bias,
+                    .m = g.m, .n = g.n, .k = g.k, .lda = g.lda, .ldb = g.ldb, .ldc = g.ldc,
+                    .align_a = alignment(g.a), .align_b = alignment(g.b), .align_c = alignment(g.c),
+                    .align_bias = bias ? alignment(g.bias) : 0u};
+  Plan plan{};
+  MatmulDesc desc;
+  if (plan_cache().find(key, &plan)) {
+    make_desc(desc, g, plan.bias_in_epilogue);
+  } else {
+    make_desc(desc, g, bias);
+    plan.bias_in_epilogue = bias;
+    if (!query_algo(handle, key, desc, first, second, out, &plan.algo)) {
+      MatmulDesc plain;  // without the epilogue; the bias kernel below adds it
+      make_desc(plain, g, false);
+      if (!bias || !query_algo(handle, key, plain, first, second, out, &plan.algo))
+        fail(ErrorCode::kInternal,
+             "cuBLASLt has no algorithm for the {} GEMM m={} n={} k={} (trans_a {}, trans_b {}, lda {}, ldb {}, "
+             "ldc {}, bias {}, alignments a {} b {} c {} bytes)",
+             dt_name(g.dt), g.m, g.n, g.k, g.trans_a, g.trans_b, g.lda, g.ldb, g.ldc, bias, key.align_a,
+             key.align_b, key.align_c);
+      plan.bias_in_epilogue = false;
+      std::swap(desc.h, plain.h);
+    }
+    plan_cache().insert(key, plan);
+  }
+  check_status(cublasLtMatmul(handle, desc.h, &g.alpha, g.b, first.h, g.a, second.h, &g.beta, g.c, out.h, g.c,
+                              out.h, &plan.algo, res.workspace, CudaResources::kWorkspaceBytes, stream),
+               "cublasLtMatmul");
+  if (bias && !plan.bias_in_epilogue) {
+    launch_scale_matrix(g.dt, g.c, g.m, g.n, g.ldc, 1.0f, g.bias, stream);
+    check_launch("gemm bias");
+  }
+}
+
+}  // namespace
+
+void gemm_raw(Context& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+              const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  run(ctx, {Dt::kF32, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr});
+}
+
+void gemm(Context& ctx, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,
+          float beta) {
+  detail::check_same_dtype("gemm", {&a, &b, &c});
+  const int64_t m = trans_a ? a.dim(1) : a.dim(0), k = trans_a ? a.dim(0) : a.dim(1);
+  const int64_t n = trans_b ? b.dim(0) : b.dim(1);
+  run(ctx, {dt_of(a), trans_a, trans_b, m, n, k, alpha, a.raw(), std::max<int64_t>(1, a.dim(1)), b.raw(),
+            std::max<int64_t>(1, b.dim(1)), beta, c.raw(), std::max<int64_t>(1, n), nullptr});
+}
+
+void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y) {
+  detail::check_same_dtype("linear", {&x, &w, &bias, &y});
+  const int64_t n = w.dim(0), k = w.dim(1);
+  const int64_t m = n > 0 ? y.numel() / n : 0;  // y holds x's leading dimensions
+  const int64_t ld = std::max<int64_t>(1, k);
+  run(ctx, {dt_of(x), false, true, m, n, k, 1.0f, x.raw(), ld, w.raw(), ld, 0.0f, y.raw(), std::max<int64_t>(1, n),
+            bias.defined() ? bias.raw() : nullptr});
+}
+
+}  // namespace steno::ops::cuda

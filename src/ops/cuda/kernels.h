@@ -1,0 +1,81 @@
+// CUDA kernels behind the ops in include/steno/ops/ (built only with STENO_HAVE_CUDA), as host C++: each group's
+// <group>_cuda.cc implements these with cuBLASLt or with the raw-pointer launchers of its <group>.cu (launch.h
+// says why the two are split). Private to steno_ops and its tests. The entry points in src/ops/<group>.cc have
+// checked shapes, devices and that each tensor is f32, f16 or bf16; each kernel here also checks that an op's
+// float tensors share one dtype (detail::check_same_dtype) and computes in that dtype with f32 accumulation.
+// Everything is queued on ctx.stream(): no kernel synchronizes the host. Host-side lengths are uploaded from
+// pageable memory (upload_lengths), which waits for the stream: such ops cannot be captured in a CUDA graph.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "steno/core/cuda.h"
+#include "steno/core/tensor.h"
+#include "steno/ops/attention.h"
+#include "steno/ops/context.h"
+
+namespace steno::ops::cuda {
+
+// ---- gemm_cuda.cc (cuBLASLt) ----
+// f32 only (raw pointers), as ops::gemm_raw.
+void gemm_raw(Context& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+              const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// Row-major 2-D tensors of one dtype, f32 accumulation (f32: TF32 off, so results match the CPU closely).
+void gemm(Context& ctx, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,
+          float beta);
+// y = x·wᵀ + bias, the bias added in the GEMM's epilogue.
+void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y);
+
+// ---- conv_cuda.cc + conv.cu ----
+void conv2d(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, int stride_h,
+            int stride_w, int pad_h, int pad_w, int groups);
+void depthwise_conv1d(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
+                      int pad_left, int pad_right);
+
+// ---- norm_cuda.cc + norm.cu ----
+void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y);
+void batch_norm(Context& ctx, const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& gamma,
+                const Tensor& beta, float eps, Tensor& y);
+
+// ---- activation_cuda.cc + activation.cu ----
+void relu(Context& ctx, const Tensor& x, Tensor& y);
+void silu(Context& ctx, const Tensor& x, Tensor& y);
+void glu(Context& ctx, const Tensor& x, Tensor& y);
+void softmax(Context& ctx, const Tensor& x, Tensor& y);
+
+// ---- elementwise_cuda.cc + elementwise.cu ----
+void add(Context& ctx, const Tensor& a, const Tensor& b, float alpha, Tensor& y);
+void scale(Context& ctx, Tensor& x, float s);
+void zero_padded_frames(Context& ctx, Tensor& x, int time_axis, const std::vector<int64_t>& lengths);
+
+// ---- attention_cuda.cc + attention.cu ----
+void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos,
+                       const Tensor& pos_bias_u, const Tensor& pos_bias_v, const std::vector<int64_t>& lengths,
+                       AttentionWindow window, Tensor& out);
+
+// ---- lstm_cuda.cc + lstm.cu ----
+void lstm_cell(Context& ctx, const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
+               const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh, Tensor& h_out, Tensor& c_out);
+void lstm_layer(Context& ctx, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                const Tensor& b_hh, Tensor& h, Tensor& c, Tensor& y);
+
+// ---- copy_cuda.cc + copy.cu ----
+// Device-side parts of include/steno/ops/copy.h (the entry points handle host<->device byte copies).
+void cast(Context& ctx, const Tensor& src, Tensor& dst);
+void merge_channels(Context& ctx, const Tensor& x, Tensor& y);
+
+}  // namespace steno::ops::cuda
+
+namespace steno::ops::cuda {
+// The launch.h element type of a validated tensor (f32, f16 or bf16).
+enum class Dt : uint8_t;
+Dt dt_of(const Tensor& t);
+// The stream a CUDA context queues on, as the launchers take it.
+inline cudaStream_t stream_of(const Context& ctx) { return static_cast<cudaStream_t>(ctx.stream().handle()); }
+// Lengths as int32 on the device, in ctx's stream order (from pageable memory: the upload is staged before the
+// call returns, so the host vector may go away at once).
+Tensor upload_lengths(Context& ctx, const std::vector<int64_t>& lengths);
+}  // namespace steno::ops::cuda

@@ -1,0 +1,36 @@
+// Device helpers shared by the .cu files: loading and storing f32 / f16 / bf16 as f32, and the dispatch from the
+// runtime Dt to a template. Only CUDA headers here (see launch.h).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "launch.h"
+
+namespace steno::ops::cuda {
+
+template <typename T> __device__ __forceinline__ float to_f32(T v);
+template <> __device__ __forceinline__ float to_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ float to_f32<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float to_f32<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T> __device__ __forceinline__ T from_f32(float v);
+template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Calls fn(T{}) with T = float, __half or __nv_bfloat16 for dt.
+template <typename Fn>
+void dispatch_dt(Dt dt, Fn&& fn) {
+  switch (dt) {
+    case Dt::kF32: fn(float{}); break;
+    case Dt::kF16: fn(__half{}); break;
+    case Dt::kBF16: fn(__nv_bfloat16{}); break;
+  }
+}
+
+inline unsigned blocks_for(int64_t n, int threads) {
+  return static_cast<unsigned>((n + threads - 1) / threads);
+}
+
+}  // namespace steno::ops::cuda

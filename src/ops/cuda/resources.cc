@@ -1,0 +1,29 @@
+#include "resources.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include "steno/core/error.h"
+
+namespace steno::ops {
+
+CudaResources::CudaResources(int dev) : device(dev), stream(dev) {
+  cublasLtHandle_t h = nullptr;
+  const cublasStatus_t st = cublasLtCreate(&h);
+  STENO_CHECK(st == CUBLAS_STATUS_SUCCESS, "cublasLtCreate failed: {}", cublasLtGetStatusString(st));
+  cublaslt = h;
+  if (cudaMalloc(&workspace, kWorkspaceBytes) != cudaSuccess) {
+    cudaGetLastError();
+    cublasLtDestroy(h);
+    fail(ErrorCode::kResourceExhausted, "cuda:{}: cannot allocate the {} MB cuBLASLt workspace", dev,
+         kWorkspaceBytes >> 20);
+  }
+}
+
+CudaResources::~CudaResources() {
+  cudaStreamSynchronize(static_cast<cudaStream_t>(stream.handle()));
+  if (workspace != nullptr) cudaFree(workspace);
+  if (cublaslt != nullptr) cublasLtDestroy(static_cast<cublasLtHandle_t>(cublaslt));
+}
+
+}  // namespace steno::ops

@@ -1,0 +1,138 @@
+// `steno serve --grpc-port` as users run it: the real binary, the real inference core and the bundled model. A
+// gRPC client transcribes a clip; HTTP's statistics and /metrics count that call (one core, one statistics table);
+// SIGTERM lets a gRPC call in flight finish and the process exit 0; bad port settings are refused at start.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "grpc_test_util.h"
+
+namespace steno::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string run(const std::string& cmd, int* exit_code) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A port nothing listens on right now (the kernel's pick for an ephemeral bind, released at once).
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST(GrpcServeCli, RefusesBadPortSettings) {
+  int rc = 0;
+  std::string out = run(std::string(STENO_BINARY) + " serve --port 8123 --grpc-port 8123", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("give gRPC its own port"), std::string::npos) << out;
+  out = run(std::string(STENO_BINARY) + " serve --grpc-port 70000", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("grpc_port must be in 0..65535"), std::string::npos) << out;
+  out = run(std::string("env -u STENO_API_KEY ") + STENO_BINARY + " serve --host 0.0.0.0 --grpc-port 8124", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("without an API key"), std::string::npos) << out;
+}
+
+TEST(GrpcServeCli, ServesBesideHttpThenDrainsOnSigterm) {
+  const fs::path dir = fs::temp_directory_path() / ("steno-grpc-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const int grpc_port = free_port();
+  std::ofstream(dir / "config.json") << R"({"grpc_port": )" << grpc_port << R"(, "max_queue_delay_ms": 5})";
+  const std::string cmd = "(" + std::string(STENO_BINARY) + " serve --config " + (dir / "config.json").string() +
+                          " --port 0 2>" + (dir / "log").string() + " & echo $! > " + (dir / "pid").string() +
+                          "; wait $!; echo $? > " + (dir / "rc").string() + ") &";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+
+  int http_port = 0;
+  const std::regex listening("on http://127\\.0\\.0\\.1:([0-9]+) and grpc://127\\.0\\.0\\.1:([0-9]+)");
+  for (int i = 0; i < 200 && http_port == 0; ++i) {
+    std::smatch m;
+    const std::string log = slurp(dir / "log");
+    if (std::regex_search(log, m, listening)) {
+      http_port = std::stoi(m[1]);
+      EXPECT_EQ(std::stoi(m[2]), grpc_port);
+    } else {
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  ASSERT_GT(http_port, 0) << slurp(dir / "log");
+  const pid_t pid = std::stoi(slurp(dir / "pid"));
+
+  auto stub = inference::GRPCInferenceService::NewStub(::grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(grpc_port), ::grpc::InsecureChannelCredentials()));
+  {
+    ::grpc::ClientContext c;
+    prepare(c);
+    inference::ModelInferResponse r;
+    const ::grpc::Status st = stub->ModelInfer(&c, bytes_request(file_bytes(audio_path("test-0000001.flac"))), &r);
+    ASSERT_TRUE(st.ok()) << st.error_message();
+    EXPECT_EQ(outputs_of(r)["text"].bytes, std::vector<std::string>{reference_transcripts().at("test-0000001.flac")});
+  }
+  // One statistics table and one core behind both protocols: HTTP reports the gRPC call.
+  int rc = 0;
+  const std::string base = "curl -sS http://127.0.0.1:" + std::to_string(http_port);
+  const auto stats = nlohmann::json::parse(run(base + "/v2/models/steno-tdt-small-en/stats", &rc), nullptr, false);
+  ASSERT_FALSE(stats.is_discarded());
+  EXPECT_EQ(stats["model_stats"][0]["inference_count"], 1);
+  const std::string metrics = run(base + "/metrics", &rc);
+  EXPECT_NE(metrics.find("nv_inference_request_success{model=\"steno-tdt-small-en\",version=\"1\"} 1"),
+            std::string::npos)
+      << metrics.substr(0, 2000);
+
+  // A call in flight when SIGTERM arrives is still answered.
+  ::grpc::ClientContext c;
+  prepare(c);
+  auto call = std::async(std::launch::async, [&] {
+    inference::ModelInferResponse r;
+    const ::grpc::Status st = stub->ModelInfer(&c, bytes_request(file_bytes(audio_path("test-0000005.flac"))), &r);
+    return st.ok() ? outputs_of(r)["text"].bytes.at(0) : "error: " + st.error_message();
+  });
+  std::this_thread::sleep_for(30ms);  // long enough for the server to take it, shorter than transcribing it
+  kill(pid, SIGTERM);
+  EXPECT_EQ(call.get(), reference_transcripts().at("test-0000005.flac"));
+
+  std::string exit_code;
+  for (int i = 0; i < 200 && exit_code.empty(); ++i) {
+    exit_code = slurp(dir / "rc");
+    if (exit_code.empty()) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(exit_code, "0\n") << slurp(dir / "log");
+  EXPECT_NE(slurp(dir / "log").find("SIGTERM received"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace steno::testing
