@@ -1,8 +1,10 @@
-// `steno model info DIR` and `steno model random --like CONFIG_OR_DIR --out DIR`.
+// `steno model info DIR` and
+// `steno model random --like CONFIG_OR_DIR --out DIR [--token-rate R --calibrate-on FILE...]`.
 #include <cstdio>
 
 #include "commands.h"
 #include "steno/asr/random_model.h"
+#include "steno/audio/decode.h"
 #include "steno/core/dtype.h"
 
 namespace steno::cli {
@@ -12,6 +14,9 @@ struct ModelOptions {
   std::string dir;
   std::string like, out, dtype = "f32";
   uint64_t seed = 0;
+  double token_rate = 0;
+  std::vector<std::string> calibration_audio;
+  int threads = 0;
 };
 
 }  // namespace
@@ -30,6 +35,16 @@ Run add_model_command(CLI::App& app) {
   random->add_option("--out", opt->out, "Output directory")->required();
   random->add_option("--seed", opt->seed, "Random seed");
   random->add_option("--dtype", opt->dtype, "Weight storage: f32, f16 or bf16");
+  auto* rate = random->add_option(
+      "--token-rate", opt->token_rate,
+      "Calibrate the joint so that greedy decoding of the --calibrate-on audio emits this many tokens per encoder "
+      "frame (Parakeet-TDT emits about 0.4 on speech); without it random weights emit a token at every step or "
+      "none at all (see calibrate_joint in random_model.h)");
+  auto* audio =
+      random->add_option("--calibrate-on", opt->calibration_audio, "Speech clips (any audio file) for --token-rate");
+  rate->needs(audio);
+  audio->needs(rate);
+  random->add_option("--threads", opt->threads, "CPU threads for the calibration (0 = all cores)");
   return [opt, info, random]() -> int {
     if (info->parsed()) {
       std::printf("%s\n", asr::describe_model(opt->dir).c_str());
@@ -38,6 +53,15 @@ Run add_model_command(CLI::App& app) {
     if (random->parsed()) {
       const asr::ModelTemplate like = asr::load_model_like(opt->like);
       asr::write_random_model(like.config, opt->out, opt->seed, parse_dtype(opt->dtype), like.tokenizer);
+      if (!opt->calibration_audio.empty()) {
+        asr::JointCalibration cal;
+        cal.tokens_per_frame = opt->token_rate;
+        cal.seed = opt->seed;
+        cal.threads = opt->threads;
+        for (const std::string& f : opt->calibration_audio) cal.audio.push_back(audio::load_audio_file(f).samples);
+        const asr::JointCalibrationResult r = asr::calibrate_joint(opt->out, cal);
+        std::printf("joint calibrated on %zu clips: %s\n", cal.audio.size(), r.summary().c_str());
+      }
       std::printf("%s\n", asr::describe_model(opt->out).c_str());
       return 0;
     }

@@ -3,6 +3,8 @@
 // Settings come from --config FILE.json, then $STENO_API_KEY, then flags (each layer overrides the one before).
 // SIGTERM or SIGINT: both front ends stop accepting and answer the requests in flight, the core drains, exit 0.
 #include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +81,17 @@ serve::rpc::GrpcServerOptions grpc_options(const ServeConfig& config, const serv
   return o;
 }
 
+// Each connection holds a file descriptor; the usual soft limit (1,024) is far below what a server with
+// thousands of clients needs, while the hard limit is usually generous. Raise the soft limit to the hard one.
+void raise_descriptor_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= lim.rlim_max) return;
+  const rlim_t before = lim.rlim_cur;
+  lim.rlim_cur = lim.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &lim) == 0)
+    spdlog::info("file descriptor limit raised from {} to {}", before, lim.rlim_cur);
+}
+
 int run_serve(const ServeCommand& command) {
   const ServeConfig config = command.resolve();
   if (config.grpc_port != 0 && !serve::rpc::GrpcServer::available())
@@ -88,6 +101,7 @@ int run_serve(const ServeCommand& command) {
          "protobuf-compiler installed, or leave --grpc-port at 0",
          config.grpc_port);
   const sigset_t stop_signals = block_stop_signals();
+  raise_descriptor_limit();
 
   const std::string model_dir = config.model.empty() ? default_model_dir() : config.model;
   serve::ModelSpec spec;

@@ -4,6 +4,8 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -53,6 +55,7 @@ class BeastTransport final : public Transport {
     net::post(acceptor_.get_executor(), [this] {
       error_code ignored;
       acceptor_.close(ignored);
+      accept_backoff_.cancel();
     });
     host_.draining = true;
     for (const auto& c : live_connections()) c->drain();
@@ -80,7 +83,7 @@ class BeastTransport final : public Transport {
     acceptor_.async_accept(net::make_strand(ioc_), [this](error_code ec, tcp::socket socket) {
       if (ec) {
         if (!acceptor_.is_open()) return;  // stopping
-        spdlog::warn("http: accept failed: {}", ec.message());  // e.g. out of file descriptors: keep going
+        return accept_failed(ec);
       } else {
         error_code ignored;
         socket.set_option(tcp::no_delay(true), ignored);
@@ -92,6 +95,24 @@ class BeastTransport final : public Transport {
         conn->start();
       }
       accept();
+    });
+  }
+
+  // Out of file descriptors (or kernel memory), the pending connection stays in the backlog and the next accept
+  // fails at once: retrying straight away spins a core and floods the log. So wait a little before accepting
+  // again (connections finishing meanwhile free descriptors) and log at most once a second, with a count.
+  void accept_failed(const error_code& ec) {
+    const auto now = std::chrono::steady_clock::now();
+    ++accept_failures_;
+    if (now - last_accept_warning_ >= std::chrono::seconds(1)) {
+      spdlog::warn("http: accept failed: {} ({} times since the last report); backing off", ec.message(),
+                   accept_failures_);
+      accept_failures_ = 0;
+      last_accept_warning_ = now;
+    }
+    accept_backoff_.expires_after(std::chrono::milliseconds(50));
+    accept_backoff_.async_wait([this](error_code wait_ec) {
+      if (!wait_ec && acceptor_.is_open()) accept();
     });
   }
 
@@ -109,6 +130,9 @@ class BeastTransport final : public Transport {
   // Keeps run() from returning while the acceptor is between operations.
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work_{ioc_.get_executor()};
   tcp::acceptor acceptor_;
+  net::steady_timer accept_backoff_{acceptor_.get_executor()};  // only the accept chain touches these three
+  std::chrono::steady_clock::time_point last_accept_warning_{};
+  int64_t accept_failures_ = 0;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;
   bool started_ = false;

@@ -129,7 +129,9 @@ class HttpServer::Impl final : public RequestHandler {
     try {
       route.handler(request, respond);
     } catch (const HttpError& e) {
-      if (e.status >= 500) spdlog::error("{} {} {}: {} {}", request.id, request.method, request.path, e.status, e.what());
+      // 501 is an answer about what steno offers (e.g. /v1/audio/translations), not a server fault.
+      const bool fault = e.status >= 500 && e.status != 501;
+      if (fault) spdlog::error("{} {} {}: {} {}", request.id, request.method, request.path, e.status, e.what());
       else spdlog::info("{} {} {}: {} {}", request.id, request.method, request.path, e.status, e.what());
       respond(error_response(request.path, e));
     } catch (const Error& e) {
