@@ -18,17 +18,6 @@ unsigned grid_for(int64_t n, int per_block = kThreads) {
   return static_cast<unsigned>(std::min<int64_t>(blocks_for(n, per_block), kMaxBlocks));
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-template <typename T>
-struct alignas(16) Pack {
-  static constexpr int kSize = 16 / sizeof(T);
-  T v[kSize];
-};
-
-__device__ __forceinline__ int64_t thread_index() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ __forceinline__ int64_t thread_stride() { return int64_t(gridDim.x) * blockDim.x; }
-
 struct Relu {
   __device__ float operator()(float v) const { return v > 0.0f ? v : 0.0f; }  // NaN -> 0, as on the CPU
 };

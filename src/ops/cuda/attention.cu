@@ -407,7 +407,6 @@ void launch_attention(const AttnParams& p, int64_t batch, int64_t heads, cudaStr
   kernel<<<grid, BM * 2, L::kBytes, stream>>>(p);
 }
 
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 }  // namespace
 

@@ -15,18 +15,6 @@ constexpr int64_t kMaxBlocks = 4096;
 
 unsigned grid_for(int64_t n) { return static_cast<unsigned>(std::min<int64_t>(blocks_for(n, kThreads), kMaxBlocks)); }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-// 16 bytes of T: the unit of a vector load.
-template <typename T>
-struct alignas(16) Pack {
-  static constexpr int kSize = 16 / sizeof(T);
-  T v[kSize];
-};
-
-__device__ __forceinline__ int64_t thread_index() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ __forceinline__ int64_t thread_stride() { return int64_t(gridDim.x) * blockDim.x; }
-
 // y = a + alpha * b. y may alias a or b: every element is read and written by one thread.
 template <typename T>
 __global__ void add_kernel(const T* a, const T* b, float alpha, T* y, int64_t n, bool vec) {

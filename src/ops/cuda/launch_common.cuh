@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cstdint>
 #include <cuda_fp16.h>
 
 #include "launch.h"
@@ -28,6 +29,20 @@ void dispatch_dt(Dt dt, Fn&& fn) {
     case Dt::kBF16: fn(__nv_bfloat16{}); break;
   }
 }
+
+// 16-byte alignment, the condition for vector loads through Pack.
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// 16 bytes of T: the unit of a vector load.
+template <typename T>
+struct alignas(16) Pack {
+  static constexpr int kSize = 16 / sizeof(T);
+  T v[kSize];
+};
+
+// A grid-stride loop's start and step.
+__device__ __forceinline__ int64_t thread_index() { return int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ __forceinline__ int64_t thread_stride() { return int64_t(gridDim.x) * blockDim.x; }
 
 inline unsigned blocks_for(int64_t n, int threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
