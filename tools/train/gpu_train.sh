@@ -9,16 +9,23 @@
 # Flags after the utterance count go to train.py unchanged (e.g. --batch-seconds 960 --max-batch 192).
 # INIT_MODEL starts from a released model's weights (no checkpoint to carry). OUT_DIR/DONE appears when training
 # has ended and its last checkpoint is written: a later call on the same warm machine waits for that file.
+# SYNTH_DEBS names the folder of synthesizer .debs (default .debs; espeak-ng's alone suffice, see
+# tools/data/unpack_synth_debs.sh). TRAIN_AFTER=FILE makes training wait, once the data is ready, until FILE
+# exists: the data is synthesized on the CPUs while a benchmark on the same machine still has the GPU.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$1 budget=$2 max_steps=$3 count=${4:-45000}
 shift $(( $# < 4 ? $# : 4 ))
-tools/data/unpack_synth_debs.sh .debs /tmp/synth >/dev/null
+tools/data/unpack_synth_debs.sh "${SYNTH_DEBS:-.debs}" /tmp/synth >/dev/null
 export PATH="/tmp/synth/bin:$PATH" PYTHONUNBUFFERED=1
 start=$(date +%s)
 python3 tools/data/make_dataset.py --split train --count "$count" --seed "${DATA_SEED:-1}" --out /tmp/data/train --jobs "$(nproc)"
 python3 tools/data/make_dataset.py --split dev --count 300 --out /tmp/data/dev --jobs "$(nproc)"
 echo "gpu_train: data ready in $(( $(date +%s) - start )) s"
+if [ -n "${TRAIN_AFTER:-}" ]; then
+  while [ ! -e "$TRAIN_AFTER" ]; do sleep 1; done
+  echo "gpu_train: $TRAIN_AFTER exists, training starts $(( $(date +%s) - start )) s after the start"
+fi
 rm -f "$out/DONE"
 init=()
 [ -n "${INIT_MODEL:-}" ] && init=(--init-model "$INIT_MODEL")
