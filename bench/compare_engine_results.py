@@ -89,6 +89,28 @@ def table(header, rows):
     return "\n".join(out)
 
 
+def op_breakdown(s):
+    """The encoder's GPU time by op (encoder_ops/ rows: CUDA events around every op), ms per pass and share."""
+    prof = {sh: s.get(f"encoder_ops/{sh}") for sh in SHAPES}
+    if not any(prof.values()):
+        return []
+    ops = sorted({k[3:-3] for r in prof.values() if r for k in r if k.startswith("op_") and k.endswith("_ms")},
+                 key=lambda o: -max((r or {}).get(f"op_{o}_ms", 0) for r in prof.values()))
+    rows = []
+    for o in ops:
+        row = [f"`{o}`"]
+        for sh in SHAPES:
+            r = prof[sh] or {}
+            v, total = r.get(f"op_{o}_ms"), r.get("ops_total_ms")
+            calls = r.get(f"op_{o}_calls")
+            row.append("—" if v is None else
+                       f"{fmt(v, 2)} ({fmt(pct(ratio(v, total)), 0, ' %')}, {fmt(calls, 0)}×)")
+        rows.append(row)
+    rows.append(["all ops"] + [fmt((prof[sh] or {}).get("ops_total_ms"), 2) for sh in SHAPES])
+    return ["Encoder time by op (a profiled pass: CUDA events around every op; ms per pass, share, calls):", "",
+            table(["op"] + [SHAPE_TEXT[sh] for sh in SHAPES], rows), ""]
+
+
 def model_section(model, steno_gb, torch_res, notes):
     s = steno_rows(steno_gb)
     t = {x["name"]: x for x in (torch_res or {}).get("shapes", [])}
@@ -117,7 +139,8 @@ def model_section(model, steno_gb, torch_res, notes):
     header = ["batch", "steno ms", "steno RTFx", "torch ms", "torch RTFx", "torch / steno"]
     if anchors:
         header += ["NeMo anchor ms", "NeMo / steno"]
-    lines += ["End to end (audio in, transcripts out; steno's front end on the CPU, torch's on the GPU):", "",
+    where = "GPU" if any("(GPU)" in (s.get(f"features/{sh}") or {}).get("label", "") for sh in SHAPES) else "CPU"
+    lines += [f"End to end (audio in, transcripts out; steno's front end on the {where}, torch's on the GPU):", "",
               table(header, rows), ""]
 
     # Stages
@@ -136,12 +159,14 @@ def model_section(model, steno_gb, torch_res, notes):
         rows.append(row)
     lines += ["Stages, ms (steno encoder on device-resident features; decoder per batch, hypotheses on the host; "
               "TFLOP/s from the analytic count in cuda_engine_bench.cc):", "",
-              table(["batch", "features steno (CPU)", "features torch", "encoder steno", "TFLOP/s", "of peak",
+              table(["batch", "features steno", "features torch", "encoder steno", "TFLOP/s", "of peak",
                      "encoder torch", "torch TFLOP/s", "decoder graph-while", "graph-unrolled", "eager (no graphs)",
                      "decoder torch", "decoder / encoder"], rows), ""]
     if anchors:
         lines += ["NeMo anchor stages: 1 × 45 s features + encoder 35.9 ms, decoding 28.8 ms; 32 × 45 s encoder "
                   "190 ms (≈ 132 TFLOP/s by NeMo's count; 120 by this one), decoding 74 ms.", ""]
+
+    lines += op_breakdown(s)
 
     rows = []
     for sh in SHAPES:

@@ -1,8 +1,9 @@
 // GPU speed of the engine (issue 4), one model per run, in the compute dtype given (bf16 by default):
 //   - gemm_peak: an 8192³ bf16 GEMM through ops::gemm, the yardstick of the encoder's share of peak (TFLOP/s);
-//   - at 1, 8 and 32 clips of 45 s and 128 clips of 10 s: features (the CPU front end, as the Transcriber runs
-//     it), encoder (device-resident features in, ctx.synchronize() after: GPU time; TFLOP/s from the analytic
-//     count encoder_flops() and its fraction of gemm_peak), decoder in each TdtLoop mode (ms per batch, tokens
+//   - at 1, 8 and 32 clips of 45 s and 128 clips of 10 s: features (the front end as the Transcriber runs it:
+//     on the GPU from host audio, ctx.synchronize() after; on the CPU with --device=cpu), encoder (device-resident features in, ctx.synchronize() after: GPU time; TFLOP/s from the analytic
+//     count encoder_flops() and its fraction of gemm_peak), the encoder's time by op (encoder_ops: CUDA events
+//     around every op, steno/ops/profiler.h), decoder in each TdtLoop mode (ms per batch, tokens
 //     and decoding steps per encoder frame) and end to end through asr::Transcriber (RTFx, stage times);
 //   - offline: the `mix` workload (benchmark-protocol.md: 1,000 log-normal lengths, median 5.8 s, clipped to
 //     [1.3, 35] s, sorted) transcribed in batches of 64 and of 128, RTFx.
@@ -40,6 +41,7 @@
 
 #include <fmt/format.h>
 
+#include "cuda_features.h"
 #include "cuda_tdt_decoder.h"
 #include "steno/asr/model.h"
 #include "steno/asr/transcriber.h"
@@ -48,6 +50,7 @@
 #include "steno/core/dtype.h"
 #include "steno/ops/copy.h"
 #include "steno/ops/gemm.h"
+#include "steno/ops/profiler.h"
 
 namespace steno {
 namespace {
@@ -270,6 +273,12 @@ Engine& engine() {
   return *e;
 }
 
+// The batch's features where the Transcriber computes them: on the model's GPU, or on the CPU.
+asr::Features compute_features(Engine& e, const std::vector<std::span<const float>>& clips) {
+  if (const asr::CudaFeatureExtractor* gpu = e.model->cuda_features()) return gpu->compute(e.ctx, clips);
+  return e.model->features().compute(e.host, clips);
+}
+
 Prepared& prepared(const BatchShape& shape) {
   Engine& e = engine();
   auto& slot = e.prepared[shape.name()];
@@ -279,7 +288,7 @@ Prepared& prepared(const BatchShape& shape) {
   for (int64_t i = 0; i < shape.batch; ++i) p.pcm.push_back(clip(i, std::llround(shape.seconds * kRate)));
   for (const auto& c : p.pcm) p.clips.emplace_back(c);
   p.audio_seconds = static_cast<double>(shape.batch) * shape.seconds;
-  p.features = e.model->features().compute(e.host, p.clips);
+  p.features = compute_features(e, p.clips);
   p.device_features = ops::to_context(e.ctx, p.features.values, e.model->dtype());
   p.encoded = e.model->encoder().forward(e.ctx, p.device_features, p.features.lengths);
   e.ctx.synchronize();
@@ -350,8 +359,13 @@ std::string label(const BatchShape& s) {
 void features(benchmark::State& state, BatchShape shape) {
   Engine& e = engine();
   Prepared& p = prepared(shape);
-  for (auto _ : state) benchmark::DoNotOptimize(e.model->features().compute(e.host, p.clips));
-  state.SetLabel(label(shape) + " (CPU, " + std::to_string(e.host.num_threads()) + " threads)");
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(compute_features(e, p.clips));
+    e.ctx.synchronize();
+  }
+  state.SetLabel(label(shape) + (e.model->cuda_features()
+                                     ? std::string(" (GPU)")
+                                     : " (CPU, " + std::to_string(e.host.num_threads()) + " threads)"));
 }
 
 void encoder(benchmark::State& state, BatchShape shape) {
@@ -371,6 +385,36 @@ void encoder(benchmark::State& state, BatchShape shape) {
   state.counters["peak_tflops"] = peak;
   state.counters["gflop"] = flops / 1e9;
   state.counters["frames"] = static_cast<double>(p.device_features.dim(1));
+  state.SetLabel(label(shape));
+}
+
+// The encoder's GPU time by op (steno/ops/profiler.h: CUDA events around every op) over the timed iterations:
+// counters op_<name>_ms (per pass) and op_<name>_calls. Events add a little time per op, so the pass time here
+// is a bit above encoder/'s; the breakdown is what this is for.
+void encoder_ops(benchmark::State& state, BatchShape shape) {
+  Engine& e = engine();
+  Prepared& p = prepared(shape);
+  ops::OpProfiler profiler;
+  e.ctx.set_profiler(&profiler);
+  try {
+    for (auto _ : state) {
+      asr::EncoderOutput out = e.model->encoder().forward(e.ctx, p.device_features, p.features.lengths);
+      e.ctx.synchronize();
+      benchmark::DoNotOptimize(out.encoded.raw());
+    }
+  } catch (...) {
+    e.ctx.set_profiler(nullptr);
+    throw;
+  }
+  e.ctx.set_profiler(nullptr);
+  const double passes = static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1));
+  double total = 0;
+  for (const auto& entry : profiler.summary()) {
+    state.counters["op_" + entry.op + "_ms"] = entry.ms / passes;
+    state.counters["op_" + entry.op + "_calls"] = static_cast<double>(entry.calls) / passes;
+    total += entry.ms / passes;
+  }
+  state.counters["ops_total_ms"] = total;
   state.SetLabel(label(shape));
 }
 
@@ -474,6 +518,7 @@ void register_benchmarks() {
   for (const BatchShape& s : kShapes) {
     add("features/" + s.name(), features, s);
     add("encoder/" + s.name(), encoder, s);
+    add("encoder_ops/" + s.name(), encoder_ops, s)->Iterations(3)->Repetitions(1);
     for (asr::TdtLoop loop : {asr::TdtLoop::kGraphWhile, asr::TdtLoop::kGraphUnrolled, asr::TdtLoop::kEager})
       add(fmt::format("decoder/{}/{}", asr::tdt_loop_name(loop), s.name()), decoder, s, loop);
     add("end_to_end/" + s.name(), end_to_end, s);

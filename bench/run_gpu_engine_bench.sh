@@ -2,7 +2,8 @@
 # The engine benchmark of issue 4 on the GPU machine, in one command (about 5 minutes on an H200):
 #   1. the `0.6b` model: `steno model random --like configs/parakeet-tdt-0.6b-v2.json`, bf16, its joint calibrated
 #      to 0.4 tokens per encoder frame (random_model.h, calibrate_joint) on the benchmark's own speech: its first
-#      8 clips of 45 s and 16 of 10 s (a random model's rate depends on the clip length);
+#      8 clips of 45 s and 16 of 10 s (a random model's rate depends on the clip length), on the GPU in f32
+#      (STENO_BENCH_CALIBRATE_DEVICE=cpu for the CPU: minutes instead of seconds);
 #   2. cuda_engine_bench on `0.6b` and on `tiny` (the bundled model), bf16: Google Benchmark JSON;
 #   3. tools/bench/torch_engine_bench.py, the PyTorch reference on the same models, audio and batch shapes;
 #   4. bench/compare_engine_results.py: the side-by-side Markdown table (steno, torch, NeMo anchor, targets).
@@ -19,8 +20,8 @@
 # first, and the whole run keeps within STENO_BENCH_DEADLINE seconds (570: a run call's 600 s limit), cutting
 # the last steps short if need be but always writing the comparison of what finished.
 # Environment: STENO_PKG (/tmp/steno), STENO_BENCH_WORK (/tmp/steno-bench: models and the shared workload),
-# PYTHON (python3), STENO_COMMIT (recorded when the tree has no .git), STENO_BENCH_QUICK=1 (fewer repetitions: a
-# dry run of the whole chain), STENO_BENCH_MODELS ("0.6b tiny": which models), STENO_BENCH_TORCH_DEVICE (cuda;
+# STENO_BENCH_CALIBRATE_DEVICE (cuda), PYTHON (python3), STENO_COMMIT (recorded when the tree has no .git),
+# STENO_BENCH_QUICK=1 (fewer repetitions: a dry run of the whole chain), STENO_BENCH_MODELS ("0.6b tiny": which models), STENO_BENCH_TORCH_DEVICE (cuda;
 # cpu for a dry run of the script's logic on a machine without a GPU), STENO_BENCH_TORCH_ARGS (extra
 # torch_engine_bench.py arguments, e.g. "--no-mix --shapes b1x45s --dtype f32" for such a dry run).
 set -uo pipefail
@@ -106,7 +107,8 @@ elif [ -f "$model06/made.log" ]; then
   made=0
 else
   step model-0.6b 240 env STENO_LOG_LEVEL=info "$run" steno model random --like configs/parakeet-tdt-0.6b-v2.json \
-    --out "$model06" --seed 1 --dtype bf16 --token-rate 0.4 --calibrate-on "$work"/workload/calibration/*.wav
+    --out "$model06" --seed 1 --dtype bf16 --token-rate 0.4 --calibrate-on "$work"/workload/calibration/*.wav \
+    --device "${STENO_BENCH_CALIBRATE_DEVICE:-cuda}"
   made=$?
   [ $made -eq 0 ] && cp "$out/logs/model-0.6b.log" "$model06/made.log"
 fi

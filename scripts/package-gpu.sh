@@ -13,7 +13,8 @@
 #   /tmp/steno/run.sh steno transcribe --device cuda tests/data/testset/espeak/audio/test-0000009.flac
 #   /tmp/steno/run.sh ops_cuda_test
 # run.sh puts the carried libraries and CUDA's on the library path, and links this checkout to the absolute path
-# the tests were built with (they find tests/data and models/ through it) when that path does not exist there.
+# the tests were built with (they find tests/data and models/ through it) when that path does not exist there,
+# and the packed build test data (converted nemo-tiny models and goldens) to the build directory's testdata/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -36,6 +37,14 @@ for t in "${targets[@]}"; do
 done
 cp "${programs[@]}" "$stage/bin/"
 
+# The engine tests read the converted nemo-tiny models and NeMo's goldens from $build/testdata, which the
+# prepare_nemo_tiny test fixture makes (ctest); make it here if this build never ran ctest, and ship it.
+if [ ! -f "$build/testdata/golden-nemo25/golden.safetensors" ]; then
+  tests/engine/prepare_nemo_tiny.sh "${PYTHON:-/usr/bin/python3}" "$root" "$build/testdata" >/dev/null
+fi
+cp -r "$build/testdata" "$stage/testdata"
+build_abs=$(cd "$build" && pwd)
+
 # Libraries the GPU machine provides itself: the C and C++ runtimes and the CUDA toolkit's.
 system_lib='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libnvrtc|libnvJitLink)'
 for p in "${programs[@]}"; do
@@ -51,6 +60,8 @@ cat > "$stage/run.sh" <<RUN
 set -euo pipefail
 here=\$(cd "\$(dirname "\$0")" && pwd)
 if [ ! -e "$root" ]; then mkdir -p "\$(dirname "$root")" && ln -s "\$PWD" "$root"; fi
+# ... and the build's test data to where the tests were built to find it.
+if [ ! -e "$build_abs/testdata" ]; then mkdir -p "$build_abs" && ln -s "\$here/testdata" "$build_abs/testdata"; fi
 export LD_LIBRARY_PATH="\$here/lib:/usr/local/cuda/lib64\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 prog=\$1; shift
 exec "\$here/bin/\$prog" "\$@"

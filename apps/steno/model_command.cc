@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "steno/asr/random_model.h"
 #include "steno/audio/decode.h"
+#include "steno/core/device.h"
 #include "steno/core/dtype.h"
 
 namespace steno::cli {
@@ -17,6 +18,7 @@ struct ModelOptions {
   double token_rate = 0;
   std::vector<std::string> calibration_audio;
   int threads = 0;
+  std::string device = "cpu";
 };
 
 }  // namespace
@@ -45,6 +47,9 @@ Run add_model_command(CLI::App& app) {
   rate->needs(audio);
   audio->needs(rate);
   random->add_option("--threads", opt->threads, "CPU threads for the calibration (0 = all cores)");
+  random->add_option("--device", opt->device,
+                     "Where the calibration's encoder pass and trial decodes run: cpu or cuda[:N] (seconds instead of "
+                     "minutes for a 0.6b model)");
   return [opt, info, random]() -> int {
     if (info->parsed()) {
       std::printf("%s\n", asr::describe_model(opt->dir).c_str());
@@ -58,6 +63,7 @@ Run add_model_command(CLI::App& app) {
         cal.tokens_per_frame = opt->token_rate;
         cal.seed = opt->seed;
         cal.threads = opt->threads;
+        cal.device = parse_device(opt->device);
         for (const std::string& f : opt->calibration_audio) cal.audio.push_back(audio::load_audio_file(f).samples);
         const asr::JointCalibrationResult r = asr::calibrate_joint(opt->out, cal);
         std::printf("joint calibrated on %zu clips: %s\n", cal.audio.size(), r.summary().c_str());

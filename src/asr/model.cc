@@ -4,6 +4,7 @@
 
 #include "steno/asr/weight_store.h"
 #if STENO_HAVE_CUDA
+#include "cuda/cuda_features.h"
 #include "cuda/cuda_tdt_decoder.h"
 #endif
 #include "steno/core/logging.h"
@@ -37,6 +38,7 @@ std::shared_ptr<const AsrModel> AsrModel::load(const std::string& dir, const Mod
     m->encoder_ = std::make_unique<ConformerEncoder>(m->encoder_->to_device(upload, overrides.dtype));
 #if STENO_HAVE_CUDA
     m->cuda_decoder_ = std::make_shared<CudaTdtDecoder>(*m->decoder_, upload, overrides.dtype);
+    m->cuda_features_ = std::make_shared<CudaFeatureExtractor>(*m->features_, upload);
 #endif
   } else {
     STENO_CHECK(overrides.dtype == DType::kF32, "the CPU engine computes in f32, not {}", dtype_name(overrides.dtype));

@@ -8,15 +8,20 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <span>
 
 #include "steno/asr/encoder.h"
+#if STENO_HAVE_CUDA
+#include "cuda/cuda_tdt_decoder.h"
+#endif
 #include "steno/asr/features.h"
 #include "steno/asr/tdt_decoder.h"
 #include "steno/asr/weight_names.h"
 #include "steno/asr/weight_store.h"
 #include "steno/core/logging.h"
 #include "steno/core/safetensors.h"
+#include "steno/ops/copy.h"
 #include "steno/ops/gemm.h"
 #include "steno/ops/lstm.h"
 
@@ -343,6 +348,18 @@ JointCalibrationResult calibrate_joint(const fs::path& model_dir, const JointCal
                                    ops::AttentionWindow{ec.att_context_size[0], ec.att_context_size[1]}, weights);
     const TdtDecoder reference(config, weights);
     const TdtDecoder::Parameters base = reference.parameters();
+    // The optional CUDA side: the encoder's device copy, and the encoder output kept there for the trial decodes.
+    std::optional<ops::Context> gpu;
+    std::optional<ConformerEncoder> gpu_encoder;
+    std::vector<Tensor> gpu_encoded;
+    if (!cal.device.is_cpu()) {
+#if STENO_HAVE_CUDA
+      gpu.emplace(ops::Context::cuda(cal.device.index));
+      gpu_encoder.emplace(encoder.to_device(*gpu, DType::kF32));
+#else
+      fail(ErrorCode::kUnavailable, "joint calibration on {}: this build has no CUDA backend", cal.device.str());
+#endif
+    }
 
     // The encoder output of the calibration audio, in padded batches of up to 16 clips of similar lengths (too
     // short clips skipped).
@@ -358,7 +375,17 @@ JointCalibrationResult calibrate_joint(const fs::path& model_dir, const JointCal
       const std::vector<std::span<const float>> batch(usable.begin() + begin,
                                                      usable.begin() + std::min(usable.size(), begin + 16));
       const Features f = features.compute(ctx, batch);
-      EncoderOutput e = encoder.forward(ctx, f.values, f.lengths);
+      EncoderOutput e;
+      if (gpu) {
+        e = gpu_encoder->forward(*gpu, ops::to_context(*gpu, f.values, DType::kF32), f.lengths);
+        gpu_encoded.push_back(e.encoded);
+        Tensor host = Tensor::empty(e.encoded.shape());
+        ops::copy(*gpu, e.encoded, host);
+        gpu->synchronize();
+        e.encoded = host;
+      } else {
+        e = encoder.forward(ctx, f.values, f.lengths);
+      }
       const int64_t t = e.encoded.dim(1), d = e.encoded.dim(2);
       for (size_t b = 0; b < batch.size(); ++b) {
         const float* rows = e.encoded.data<float>() + static_cast<int64_t>(b) * t * d;
@@ -485,8 +512,24 @@ JointCalibrationResult calibrate_joint(const fs::path& model_dir, const JointCal
       DecodeTally tally;
       tally.histogram.assign(n_dur, 0);
       DecodeStats stats;
-      for (const EncoderOutput& e : encoded) {
-        for (const Hypothesis& hyp : decoder.decode(ctx, e.encoded, e.lengths, false, &stats)) {
+#if STENO_HAVE_CUDA
+      std::optional<CudaTdtDecoder> gpu_decoder;
+      std::optional<CudaTdtDecoder::Workspace> workspace;
+      if (gpu) {
+        gpu_decoder.emplace(decoder, *gpu, DType::kF32);
+        workspace.emplace();
+      }
+#endif
+      for (size_t i = 0; i < encoded.size(); ++i) {
+        const EncoderOutput& e = encoded[i];
+        std::vector<Hypothesis> hyps;
+#if STENO_HAVE_CUDA
+        if (gpu) {
+          hyps = gpu_decoder->decode(*gpu, *workspace, gpu_encoded[i], e.lengths, &stats);
+        }
+#endif
+        if (!gpu) hyps = decoder.decode(ctx, e.encoded, e.lengths, false, &stats);
+        for (const Hypothesis& hyp : hyps) {
           tally.tokens += static_cast<int64_t>(hyp.tokens.size());
           for (int d : hyp.durations) {
             const auto it = std::find(config.decoding.durations.begin(), config.decoding.durations.end(), d);

@@ -4,6 +4,7 @@
 
 #include "steno/ops/copy.h"
 #if STENO_HAVE_CUDA
+#include "cuda/cuda_features.h"
 #include "cuda/cuda_tdt_decoder.h"
 #endif
 
@@ -46,6 +47,13 @@ StageTimings& StageTimings::operator+=(const StageTimings& o) {
   return *this;
 }
 
+Features Transcriber::features(const std::vector<std::span<const float>>& clips) {
+#if STENO_HAVE_CUDA
+  if (const CudaFeatureExtractor* gpu = model_->cuda_features()) return gpu->compute(ctx_, clips);
+#endif
+  return model_->features().compute(host_ctx_ ? *host_ctx_ : ctx_, clips);
+}
+
 std::vector<Transcript> Transcriber::transcribe(const std::vector<std::span<const float>>& clips,
                                                 StageTimings* timings) {
   const AsrModel& m = *model_;
@@ -66,11 +74,15 @@ std::vector<Transcript> Transcriber::transcribe(const std::vector<std::span<cons
   if (!batch.empty()) {
     ops::Context& host = host_ctx_ ? *host_ctx_ : ctx_;
     auto start = std::chrono::steady_clock::now();
-    Features feats = m.features().compute(host, batch);
+    Features feats = features(batch);
+    if (!ctx_.device().is_cpu()) {
+      feats.values = ops::to_context(ctx_, feats.values, m.dtype());  // the encoder's dtype, on the device
+      ctx_.synchronize();  // GPU time belongs to the stage that queued it
+    }
     local.features_ms = elapsed_ms(start);
 
     start = std::chrono::steady_clock::now();
-    const Tensor features = ctx_.device().is_cpu() ? feats.values : ops::to_context(ctx_, feats.values, m.dtype());
+    const Tensor& features = feats.values;
     EncoderOutput enc = m.encoder().forward(ctx_, features, feats.lengths);
     ctx_.synchronize();  // GPU time belongs to the stage that queued it
     local.encoder_ms = elapsed_ms(start);

@@ -9,13 +9,35 @@
 #include "steno/core/error.h"
 #include "steno/core/tensor.h"
 #include "steno/ops/context.h"
+#include "steno/ops/profiler.h"
 
 namespace steno::ops::detail {
+
+// Times the op it encloses when the context has a profiler (steno/ops/profiler.h).
+class ProfileScope {
+ public:
+  ProfileScope(const Context& ctx, const char* op) : ctx_(ctx), profiler_(ctx.profiler()) {
+    if (profiler_) profiler_->begin(ctx, op);
+  }
+  ~ProfileScope() {
+    if (profiler_) profiler_->end(ctx_);
+  }
+  ProfileScope(const ProfileScope&) = delete;
+  ProfileScope& operator=(const ProfileScope&) = delete;
+
+ private:
+  const Context& ctx_;
+  OpProfiler* profiler_;
+};
 
 // The CUDA kernel of an op, or (in a build without CUDA) the "not built" error. The call's tokens vanish without
 // CUDA, so src/ops/cuda/ need not exist there.
 #if STENO_HAVE_CUDA
-#define STENO_CUDA_KERNEL(op, call) call
+#define STENO_CUDA_KERNEL(op, call)                                         \
+  do {                                                                      \
+    ::steno::ops::detail::ProfileScope steno_profile_scope_(ctx, op);       \
+    call;                                                                   \
+  } while (0)
 #else
 #define STENO_CUDA_KERNEL(op, call) ::steno::ops::detail::unavailable(op, ctx.device())
 #endif

@@ -36,6 +36,13 @@ class FeatureExtractor {
   // padding and the pre-emphasis tail: NeMo <= 2.4's output depends on the batch, and so does this.)
   Features compute(ops::Context& ctx, const std::vector<std::span<const float>>& clips) const;
 
+  // The computation's constants, for the CUDA front end (src/asr/cuda/cuda_features.h).
+  int win_length() const { return win_length_; }
+  int hop_length() const { return hop_length_; }
+  bool nemo25() const { return v25_; }
+  const Tensor& dft_basis() const { return dft_basis_; }          // [win_length, 2 * (n_fft/2+1)]
+  const Tensor& filterbank_t() const { return filterbank_t_; }    // [n_fft/2+1, n_mels]
+
  private:
   PreprocessorConfig config_;
   int win_length_, hop_length_, n_mels_;

@@ -14,7 +14,8 @@
 
 namespace steno::asr {
 
-class CudaTdtDecoder;  // src/asr/cuda/cuda_tdt_decoder.h (CUDA builds)
+class CudaTdtDecoder;        // src/asr/cuda/cuda_tdt_decoder.h (CUDA builds)
+class CudaFeatureExtractor;  // src/asr/cuda/cuda_features.h (CUDA builds)
 
 struct ModelOverrides {
   // Replaces the config's attention with banded local attention of this half-width (NeMo's
@@ -38,6 +39,8 @@ class AsrModel {
   const TdtDecoder& decoder() const { return *decoder_; }
   // The decoder on the model's CUDA device (null on the CPU); decoder() stays the CPU reference.
   const CudaTdtDecoder* cuda_decoder() const { return cuda_decoder_.get(); }
+  // The front end on the model's CUDA device (null on the CPU); features() stays the CPU reference.
+  const CudaFeatureExtractor* cuda_features() const { return cuda_features_.get(); }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   Device device() const { return encoder_->device(); }
   DType dtype() const { return encoder_->dtype(); }
@@ -53,6 +56,7 @@ class AsrModel {
   std::unique_ptr<ConformerEncoder> encoder_;
   std::unique_ptr<TdtDecoder> decoder_;
   std::shared_ptr<const CudaTdtDecoder> cuda_decoder_;  // shared_ptr: CudaTdtDecoder is incomplete here
+  std::shared_ptr<const CudaFeatureExtractor> cuda_features_;  // reads *features_, which outlives it
   std::unique_ptr<Tokenizer> tokenizer_;
 };
 

@@ -25,7 +25,7 @@ struct StageTimings {
 
 class Transcriber {
  public:
-  // `ctx` runs the model on its device (the model's); on CUDA the front end runs on a host context of its own.
+  // `ctx` runs the model on its device (the model's): front end, encoder and decoder.
   Transcriber(std::shared_ptr<const AsrModel> model, ops::Context& ctx);
   ~Transcriber();
   Transcriber(Transcriber&&) noexcept;
@@ -38,9 +38,12 @@ class Transcriber {
                                      StageTimings* timings = nullptr);
 
  private:
+  // The batch's features on ctx_'s device (the CUDA front end there, the CPU one on the host), f32.
+  Features features(const std::vector<std::span<const float>>& clips);
+
   std::shared_ptr<const AsrModel> model_;
   ops::Context& ctx_;
-  std::optional<ops::Context> host_ctx_;  // CUDA only: the front end runs here
+  std::optional<ops::Context> host_ctx_;  // CUDA only: host work (a CPU decoder without a CUDA one)
   struct CudaState;                       // CUDA only: the GPU decoder's workspace (buffers, captured graphs)
   std::shared_ptr<CudaState> cuda_;
 };

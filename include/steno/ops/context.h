@@ -16,6 +16,8 @@ class Stream;
 
 namespace steno::ops {
 
+class OpProfiler;  // steno/ops/profiler.h
+
 // A CUDA context's resources (stream, caching pool, cuBLASLt handle and workspace): src/ops/cuda/resources.h.
 struct CudaResources;
 
@@ -49,6 +51,10 @@ class Context {
   // Waits for the work queued on this context (a no-op on the CPU, where ops run synchronously).
   void synchronize() const;
 
+  // Times every op of this context (copies of it included) with `p` until set back to null; see profiler.h.
+  void set_profiler(OpProfiler* p) { profiler_ = p; }
+  OpProfiler* profiler() const { return profiler_; }
+
  private:
   Context(Device device, std::shared_ptr<ThreadPool> pool, Allocator* allocator, GemmBackend gemm)
       : device_(device), pool_(std::move(pool)), allocator_(allocator), gemm_(gemm) {}
@@ -58,6 +64,7 @@ class Context {
   Allocator* allocator_;
   GemmBackend gemm_;
   std::shared_ptr<CudaResources> cuda_;  // set for CUDA contexts
+  OpProfiler* profiler_ = nullptr;
 };
 
 }  // namespace steno::ops

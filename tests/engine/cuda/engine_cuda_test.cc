@@ -1,8 +1,12 @@
 // The engine on CUDA against the same references as on the CPU: the golden sets (NeMo's nemo-tiny outputs and the
-// project's PyTorch goldens) and the bundled model's test set. f32 on the GPU must meet the CPU's tolerance and
-// give identical transcripts; f16 and bf16 have their own stated tolerances (printed as measured) and must give
-// the same transcripts on these sets (an expectation of these clips, not a law: a near-tie between two tokens
-// may flip in a 16-bit format). Skipped on a machine without a CUDA device.
+// project's PyTorch goldens) and the bundled model's test set. Skipped on a machine without a CUDA device.
+//   - encoder: f32 within the CPU's tolerance, f16 and bf16 within their own stated ones (printed as measured);
+//   - end to end on the golden models: f32 transcripts identical. The golden models have random weights, so
+//     their greedy decoding sits on near-ties everywhere and a 16-bit encoder flips tokens freely: 16-bit end to
+//     end is judged on the trained bundled model instead;
+//   - the bundled model (trained): f32 transcripts identical to the CPU engine's on all 55 clips; f16 and bf16
+//     may differ on at most 2 clips (a near-tie between two tokens can flip in a 16-bit format) and their espeak
+//     WER may exceed the CPU's by at most half a point.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,10 +14,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "../golden.h"
 #include "steno/asr/model.h"
 #include "steno/asr/transcriber.h"
+#include "steno/asr/wer.h"
 #include "steno/audio/decode.h"
 #include "steno/core/cuda.h"
 #include "steno/ops/copy.h"
@@ -69,10 +75,10 @@ struct CudaCase {
 
 void PrintTo(const CudaCase& c, std::ostream* os) { *os << c.golden.name << "_" << dtype_name(c.dtype); }
 
-std::vector<CudaCase> cuda_cases() {
+std::vector<CudaCase> cuda_cases(std::initializer_list<DType> dtypes) {
   std::vector<CudaCase> out;
   for (const auto& g : all_golden_cases())
-    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) out.push_back({g, dt});
+    for (DType dt : dtypes) out.push_back({g, dt});
   return out;
 }
 
@@ -112,38 +118,52 @@ TEST_P(GoldenCudaTest, EncoderMatchesOnReferenceFeatures) {
   EXPECT_LE(worst, encoder_tolerance(GetParam().dtype));
 }
 
-TEST_P(GoldenCudaTest, EndToEndTextsMatch) {
+// End to end in f32 only (see the top of the file).
+class GoldenCudaF32Test : public GoldenCudaTest {};
+
+TEST_P(GoldenCudaF32Test, EndToEndTextsMatch) {
   asr::Transcriber transcriber(model_, *ctx_);
   std::vector<std::span<const float>> clips;
   for (int i = 0; i < golden_->num_clips(); ++i) clips.emplace_back(golden_->clip(i));
   const auto results = transcriber.transcribe(clips);
   for (size_t b = 0; b < results.size(); ++b) {
     const std::string key = "batch.hyp" + std::to_string(b) + ".text";
-    if (golden_->has("batch.hyp" + std::to_string(b) + ".tokens"))
+    if (golden_->has("batch.hyp" + std::to_string(b) + ".tokens")) {
       EXPECT_EQ(results[b].text, golden_->text(key)) << "clip " << b;
+    }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Goldens, GoldenCudaTest, ::testing::ValuesIn(cuda_cases()),
-                         [](const auto& info) {
-                           return info.param.golden.name + "_" + dtype_name(info.param.dtype);
-                         });
+std::string case_name(const ::testing::TestParamInfo<CudaCase>& info) {
+  return info.param.golden.name + "_" + dtype_name(info.param.dtype);
+}
+INSTANTIATE_TEST_SUITE_P(Goldens, GoldenCudaTest,
+                         ::testing::ValuesIn(cuda_cases({DType::kF32, DType::kF16, DType::kBF16})), case_name);
+INSTANTIATE_TEST_SUITE_P(Goldens, GoldenCudaF32Test, ::testing::ValuesIn(cuda_cases({DType::kF32})), case_name);
 
-// The bundled model's committed test sets: CUDA transcripts equal the CPU engine's (reference_transcripts.tsv is
-// what the CPU engine must produce, checked by bundled_model_test).
+// The bundled model's committed test sets: CUDA transcripts against the CPU engine's (reference_transcripts.tsv is
+// what the CPU engine must produce, checked by bundled_model_test) and against the truth (the espeak WER).
 class BundledCudaTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(BundledCudaTest, TranscriptsEqualTheCpuEngines) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const DType dtype = GetParam();
   asr::ModelOverrides o;
   o.device = Device::cuda(0);
-  o.dtype = GetParam();
+  o.dtype = dtype;
   auto model = asr::AsrModel::load(fs::path(STENO_SOURCE_DIR) / "models" / "steno-tdt-small-en", o);
   ops::Context ctx = ops::Context::cuda(0);
   asr::Transcriber transcriber(model, ctx);
   int compared = 0, equal = 0;
+  asr::WordErrors cuda_errors, cpu_errors;  // the espeak set against its true texts
   for (const std::string set : {"espeak", "flite"}) {
     const fs::path dir = fs::path(STENO_TEST_DATA) / "testset" / set;
+    std::map<std::string, std::string> truth;
+    std::ifstream manifest(dir / "manifest.jsonl");
+    for (std::string line; std::getline(manifest, line);) {
+      const auto e = nlohmann::json::parse(line);
+      truth[e.at("audio_filepath").get<std::string>()] = e.at("text").get<std::string>();
+    }
     std::ifstream in(dir / "reference_transcripts.tsv");
     std::vector<std::string> paths, refs;
     for (std::string line; std::getline(in, line);) {
@@ -152,6 +172,7 @@ TEST_P(BundledCudaTest, TranscriptsEqualTheCpuEngines) {
       paths.push_back(line.substr(0, tab));
       refs.push_back(line.substr(tab + 1));
     }
+    ASSERT_EQ(paths.size(), truth.size()) << set;
     std::vector<std::vector<float>> pcm;
     for (const auto& p : paths) pcm.push_back(audio::load_audio_file((dir / p).string(), {}).samples);
     // Batches of 8 (the CLI's default), so padding and masks are exercised.
@@ -160,14 +181,28 @@ TEST_P(BundledCudaTest, TranscriptsEqualTheCpuEngines) {
       for (size_t i = start; i < std::min(pcm.size(), start + 8); ++i) batch.emplace_back(pcm[i]);
       const auto results = transcriber.transcribe(batch);
       for (size_t j = 0; j < results.size(); ++j) {
+        const std::string& path = paths[start + j];
         ++compared;
         equal += results[j].text == refs[start + j];
-        EXPECT_EQ(results[j].text, refs[start + j]) << set << "/" << paths[start + j];
+        if (dtype == DType::kF32) {
+          EXPECT_EQ(results[j].text, refs[start + j]) << set << "/" << path;
+        } else if (results[j].text != refs[start + j]) {
+          std::printf("[ differs  ] %s/%s: CUDA %s \"%s\", CPU \"%s\"\n", set.c_str(), path.c_str(),
+                      dtype_name(dtype), results[j].text.c_str(), refs[start + j].c_str());
+        }
+        if (set == "espeak") {
+          cuda_errors += asr::word_errors(truth.at(path), results[j].text);
+          cpu_errors += asr::word_errors(truth.at(path), refs[start + j]);
+        }
       }
     }
   }
-  std::printf("[ measured ] bundled model on CUDA %s: %d of %d transcripts equal the CPU engine's\n",
-              dtype_name(GetParam()), equal, compared);
+  std::printf("[ measured ] bundled model on CUDA %s: %d of %d transcripts equal the CPU engine's; espeak WER "
+              "%.2f %% (CPU %.2f %%)\n",
+              dtype_name(dtype), equal, compared, 100 * cuda_errors.rate(), 100 * cpu_errors.rate());
+  EXPECT_EQ(compared, 55);
+  EXPECT_GE(equal, compared - (dtype == DType::kF32 ? 0 : 2));
+  EXPECT_LE(cuda_errors.rate(), cpu_errors.rate() + (dtype == DType::kF32 ? 0.0 : 0.005));
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, BundledCudaTest, ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),

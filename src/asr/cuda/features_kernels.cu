@@ -1,0 +1,120 @@
+// The CUDA front end's kernels (see features_kernels.h). Each mirrors a loop of FeatureExtractor::compute
+// (src/asr/features.cc) with the same operation order, so that the GPU features match the CPU's to f32 rounding.
+#include "features_kernels.h"
+
+#include "launch_common.cuh"
+
+namespace steno::asr::cuda_features {
+namespace {
+
+using ops::cuda::blocks_for;
+using ops::cuda::thread_index;
+using ops::cuda::thread_stride;
+
+// Sample i of clip b after pre-emphasis, in the clip's unpadded coordinates (0 <= i < max_len).
+__device__ __forceinline__ float emphasised(const float* x, int64_t len, int64_t i, const FrameParams& p) {
+  if (p.nemo25 && i >= len) return 0.0f;  // 2.5: the batch padding stays zero
+  const float cur = i < len ? x[i] : 0.0f;
+  if (i == 0) return cur;
+  const float prev = i - 1 < len ? x[i - 1] : 0.0f;
+  return __fsub_rn(cur, __fmul_rn(p.preemph, prev));  // no FMA contraction: the CPU rounds twice too
+}
+
+__global__ void frames_kernel(const float* audio, ClipTable clips, int64_t batch, int64_t max_frames, FrameParams p,
+                              float* out) {
+  const int64_t total = batch * max_frames * p.win;
+  for (int64_t e = thread_index(); e < total; e += thread_stride()) {
+    const int64_t n = e % p.win, row = e / p.win, t = row % max_frames, b = row / max_frames;
+    float v = 0.0f;
+    if (t < clips.frames[b]) {
+      int64_t i = t * p.hop + p.offset + n - p.pad;
+      const int64_t len = clips.length[b];
+      if (p.nemo25) {
+        if (i >= 0 && i < len) v = emphasised(audio + clips.start[b], len, i, p);
+      } else {  // reflect padding around the batch-padded signal [0, max_len)
+        if (i < 0) i = -i;
+        if (i >= p.max_len) i = 2 * (p.max_len - 1) - i;
+        v = emphasised(audio + clips.start[b], len, i, p);
+      }
+    }
+    out[e] = v;
+  }
+}
+
+__global__ void power_kernel(const float* spec, int64_t rows, int32_t bins, float* power) {
+  const int64_t total = rows * bins;
+  for (int64_t e = thread_index(); e < total; e += thread_stride()) {
+    const int64_t r = e / bins, k = e % bins;
+    const float re = spec[r * 2 * bins + k], im = spec[r * 2 * bins + bins + k];
+    const float mag = sqrtf(__fadd_rn(__fmul_rn(re, re), __fmul_rn(im, im)));
+    power[e] = __fmul_rn(mag, mag);
+  }
+}
+
+// One block per (32 mel channels, clip): threadIdx.x picks the channel (coalesced rows), threadIdx.y strides over
+// the frames; sums in double, as the CPU does.
+constexpr int kChannels = 32, kLanes = 8;
+
+__global__ void log_normalize_kernel(float* mel, const int64_t* frames, int64_t max_frames, int32_t n_mels,
+                                     float guard) {
+  __shared__ double partial[kLanes][kChannels];
+  const int64_t b = blockIdx.y;
+  const int f = blockIdx.x * kChannels + threadIdx.x;
+  const int lane = threadIdx.y;
+  const int64_t n = frames[b];
+  float* m = mel + b * max_frames * n_mels;
+  const bool active = f < n_mels;
+
+  auto block_sum = [&](double v) {
+    partial[lane][threadIdx.x] = v;
+    __syncthreads();
+    double s = 0;
+    for (int l = 0; l < kLanes; ++l) s += partial[l][threadIdx.x];
+    __syncthreads();
+    return s;
+  };
+
+  double sum = 0;
+  if (active)
+    for (int64_t t = lane; t < n; t += kLanes) {
+      const float v = logf(m[t * n_mels + f] + guard);
+      m[t * n_mels + f] = v;
+      sum += v;
+    }
+  const double mean = n > 0 ? block_sum(sum) / n : block_sum(0);
+  double sq = 0;
+  if (active)
+    for (int64_t t = lane; t < n; t += kLanes) {
+      const double d = m[t * n_mels + f] - mean;
+      sq += d * d;
+    }
+  const double total_sq = block_sum(sq);
+  if (!active) return;
+  const double sd = (n > 1 ? sqrt(total_sq / (n - 1)) : 0.0) + 1e-5;
+  const float fmean = static_cast<float>(mean), fstd = static_cast<float>(sd);
+  for (int64_t t = lane; t < max_frames; t += kLanes)
+    m[t * n_mels + f] = t < n ? __fdiv_rn(__fsub_rn(m[t * n_mels + f], fmean), fstd) : 0.0f;
+}
+
+}  // namespace
+
+void launch_frames(const float* audio, ClipTable clips, int64_t batch, int64_t max_frames, FrameParams p,
+                   float* frames, cudaStream_t stream) {
+  const int64_t total = batch * max_frames * p.win;
+  if (total == 0) return;
+  frames_kernel<<<blocks_for(total, 256), 256, 0, stream>>>(audio, clips, batch, max_frames, p, frames);
+}
+
+void launch_power(const float* spec, int64_t rows, int32_t bins, float* power, cudaStream_t stream) {
+  if (rows * bins == 0) return;
+  power_kernel<<<blocks_for(rows * bins, 256), 256, 0, stream>>>(spec, rows, bins, power);
+}
+
+void launch_log_normalize(float* mel, const int64_t* frames, int64_t batch, int64_t max_frames, int32_t n_mels,
+                          float guard, cudaStream_t stream) {
+  if (batch == 0 || n_mels == 0) return;
+  const dim3 grid((n_mels + kChannels - 1) / kChannels, static_cast<unsigned>(batch));
+  log_normalize_kernel<<<grid, dim3(kChannels, kLanes), 0, stream>>>(mel, frames, max_frames, n_mels, guard);
+}
+
+}  // namespace steno::asr::cuda_features
