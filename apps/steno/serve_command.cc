@@ -106,7 +106,10 @@ int run_serve(const ServeCommand& command) {
   const std::string model_dir = config.model.empty() ? default_model_dir() : config.model;
   serve::ModelSpec spec;
   spec.name = served_name(config, model_dir);
-  spec.model = asr::AsrModel::load(model_dir);
+  asr::ModelOverrides overrides;
+  overrides.device = parse_device(config.device);
+  overrides.dtype = serve::http::compute_dtype(config);
+  spec.model = asr::AsrModel::load(model_dir, overrides);
   serve::CoreConfig core_config;
   core_config.batcher.max_batch_size = config.max_batch;
   core_config.batcher.max_queue_delay =
@@ -130,10 +133,10 @@ int run_serve(const ServeCommand& command) {
     grpc->start();
     grpc_note = " and grpc://" + config.host + ":" + std::to_string(grpc->port());
   }
-  std::fprintf(stderr, "steno: serving model '%s' (%s) on http://%s:%u%s%s; %d lane(s), max batch %d\n",
+  std::fprintf(stderr, "steno: serving model '%s' (%s) on http://%s:%u%s%s; %d lane(s) on %s (%s), max batch %d\n",
                core.models().front().c_str(), model_dir.c_str(), config.host.c_str(), server.port(),
                grpc_note.c_str(), config.api_key.empty() ? "" : " (API key required)", config.lanes,
-               config.max_batch);
+               overrides.device.str().c_str(), dtype_name(overrides.dtype), config.max_batch);
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
@@ -175,6 +178,8 @@ Run add_serve_command(CLI::App& app) {
         "How long a request may wait for a fuller batch (default 10)");
   c.add(cmd, "--max-queue-size", &ServeConfig::max_queue_size, "Queued requests before 429 (default 1024)");
   c.add(cmd, "--gemm", &ServeConfig::gemm, "CPU GEMM library: onednn or openblas");
+  c.add(cmd, "--device", &ServeConfig::device, "cpu or cuda[:N]: where the lanes run the model (default cpu)");
+  c.add(cmd, "--dtype", &ServeConfig::dtype, "Compute dtype: f32 (CPU); f32, f16 or bf16 (CUDA; default bf16)");
   c.add(cmd, "--io-threads", &ServeConfig::io_threads, "HTTP I/O threads (default 2)");
   c.add(cmd, "--worker-threads", &ServeConfig::worker_threads, "Threads decoding uploads (default 2)");
   c.add(cmd, "--read-timeout-s", &ServeConfig::read_timeout_s, "A request must arrive within this (default 30)");

@@ -18,7 +18,8 @@ double ms_between(Clock::time_point from, Clock::time_point to) {
 class TranscriberRunner final : public BatchRunner {
  public:
   TranscriberRunner(std::shared_ptr<const asr::AsrModel> model, int threads, ops::GemmBackend gemm)
-      : ctx_(ops::Context::cpu(threads, gemm)), transcriber_(std::move(model), ctx_) {}
+      : ctx_(model->device().is_cpu() ? ops::Context::cpu(threads, gemm) : ops::Context::cuda(model->device().index)),
+        transcriber_(std::move(model), ctx_) {}
 
   std::vector<asr::Transcript> run(const std::vector<std::span<const float>>& clips,
                                    asr::StageTimings* timings) override {
@@ -44,9 +45,8 @@ class FailedRunner final : public BatchRunner {
 
 }  // namespace
 
-RunnerFactory cpu_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads,
-                                      ops::GemmBackend gemm) {
-  STENO_CHECK(model != nullptr, "cpu_transcriber_runners needs a model");
+RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads, ops::GemmBackend gemm) {
+  STENO_CHECK(model != nullptr, "transcriber_runners needs a model");
   return [model = std::move(model), threads, gemm](int) -> std::unique_ptr<BatchRunner> {
     return std::make_unique<TranscriberRunner>(model, threads, gemm);
   };

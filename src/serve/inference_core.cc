@@ -29,7 +29,7 @@ InferenceCore::InferenceCore(std::vector<ModelSpec> models, CoreConfig config)
     STENO_CHECK(spec.runners || spec.model, "model '{}' has neither weights nor runners", spec.name);
   }
   for (ModelSpec& spec : models) {
-    if (!spec.runners) spec.runners = cpu_transcriber_runners(spec.model, threads, config_.lanes.gemm);
+    if (!spec.runners) spec.runners = transcriber_runners(spec.model, threads, config_.lanes.gemm);
     auto s = std::make_unique<Served>();
     s->spec = std::move(spec);
     s->metrics = &metrics_.add_model(s->spec.name, s->spec.version);

@@ -145,12 +145,15 @@ TEST_P(GoldenTest, EncoderMatchesOnReferenceFeatures) {
   }
   // Padded frames too: NeMo computes them deterministically (masked attention rows are zero), and so do we.
   EXPECT_TRUE(close("encoded_with_padding", relative_max_error(out.encoded.to_vector(), to_time_major(ref).to_vector())));
-  if (golden_->has("batch.pre_encode"))
+  // Braces around gtest assertions under an `if`: the macros expand to an if/else of their own, and g++ warns
+  // (-Wdangling-else) without them.
+  if (golden_->has("batch.pre_encode")) {
     for (size_t b = 0; b < lengths.size(); ++b)
       EXPECT_TRUE(close("pre_encode", relative_max_error(time_major_rows(out.pre_encode, b, lengths[b]),
                                                          time_major_rows(golden_->tensor("batch.pre_encode"), b,
                                                                          lengths[b]))))
           << "clip " << b;
+  }
   for (size_t k = 0; k < out.layer_outputs.size(); ++k) {
     const std::string key = "batch.layer" + std::to_string(k);
     if (!golden_->has(key)) continue;
@@ -169,7 +172,9 @@ TEST_P(GoldenTest, DecoderMatchesOnReferenceEncoding) {
     const std::string h = "batch.hyp" + std::to_string(b);
     EXPECT_EQ(hyps[b].tokens, golden_->ints32(h + ".tokens")) << h;
     EXPECT_EQ(hyps[b].timestamps, golden_->ints32(h + ".timestamps")) << h;
-    if (auto d = expected_durations("batch", b)) EXPECT_EQ(hyps[b].durations, *d) << h;
+    if (auto d = expected_durations("batch", b)) {  // braces: see -Wdangling-else above
+      EXPECT_EQ(hyps[b].durations, *d) << h;
+    }
     if (!golden_->has(h + ".align_logits")) continue;
     const Tensor ref = golden_->tensor(h + ".align_logits");
     ASSERT_EQ(static_cast<int64_t>(hyps[b].step_logits.size()), ref.dim(0)) << h << " decoding steps";
@@ -207,7 +212,9 @@ TEST_P(GoldenTest, EndToEndBatchedAndSingle) {
       const std::string h = run + ".hyp" + std::to_string(b);
       EXPECT_EQ(hyps[b].tokens, golden_->ints32(h + ".tokens")) << h;
       EXPECT_EQ(hyps[b].timestamps, golden_->ints32(h + ".timestamps")) << h;
-      if (auto d = expected_durations(run, b)) EXPECT_EQ(hyps[b].durations, *d) << h;
+      if (auto d = expected_durations(run, b)) {  // braces: see -Wdangling-else above
+        EXPECT_EQ(hyps[b].durations, *d) << h;
+      }
       EXPECT_EQ(model_->tokenizer().decode_plain(hyps[b].tokens), golden_->text(h + ".text")) << h;
     }
   }

@@ -1,6 +1,6 @@
 // Executors in the `lanes` mode of design.md §4: N threads in the serving process, each pulling batches from one
-// model's DynamicBatcher and running them on its own BatchRunner (on the CPU: its own ops::Context and
-// Transcriber), all over one shared, read-only AsrModel -- one copy of the weights.
+// model's DynamicBatcher and running them on its own BatchRunner (its own ops::Context -- CPU threads, or a CUDA
+// stream -- and Transcriber), all over one shared, read-only AsrModel -- one copy of the weights.
 #pragma once
 
 #include <functional>
@@ -29,9 +29,11 @@ class BatchRunner {
 // Makes a lane's runner; called on the lane's own thread (a CPU context's OpenMP settings are per thread).
 using RunnerFactory = std::function<std::unique_ptr<BatchRunner>(int lane)>;
 
-// The CPU runner: a Context of `threads` threads (0 = default) and a Transcriber over the shared model.
-RunnerFactory cpu_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads,
-                                      ops::GemmBackend gemm = ops::GemmBackend::kOneDnn);
+// The Transcriber runner over the shared model, on the model's device: on the CPU, a Context of `threads`
+// threads (0 = default) with `gemm`; on CUDA, a Context of its own (its own stream, memory pool and cuBLASLt
+// workspace) per lane, so the lanes' batches overlap on the GPU over one copy of the weights.
+RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads,
+                                  ops::GemmBackend gemm = ops::GemmBackend::kOneDnn);
 
 struct LaneConfig {
   int lanes = 1;

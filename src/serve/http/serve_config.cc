@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "steno/core/device.h"
 #include "steno/core/error.h"
 
 namespace steno::serve::http {
@@ -35,6 +36,8 @@ const std::map<std::string, Setter>& setters() {
       {"max_queue_delay_ms", set(&ServeConfig::max_queue_delay_ms)},
       {"max_queue_size", set(&ServeConfig::max_queue_size)},
       {"gemm", set(&ServeConfig::gemm)},
+      {"device", set(&ServeConfig::device)},
+      {"dtype", set(&ServeConfig::dtype)},
       {"io_threads", set(&ServeConfig::io_threads)},
       {"worker_threads", set(&ServeConfig::worker_threads)},
       {"read_timeout_s", set(&ServeConfig::read_timeout_s)},
@@ -99,6 +102,11 @@ bool is_loopback_host(std::string_view host) {
   return false;  // a host name other than localhost: it may resolve to anything
 }
 
+DType compute_dtype(const ServeConfig& c) {
+  if (!c.dtype.empty()) return parse_dtype(c.dtype);
+  return parse_device(c.device).is_cpu() ? DType::kF32 : DType::kBF16;
+}
+
 void validate(const ServeConfig& c) {
   STENO_CHECK(!c.host.empty(), "host is empty");
   STENO_CHECK(c.port >= 0 && c.port <= 65535, "port must be in 0..65535, got {}", c.port);
@@ -114,6 +122,11 @@ void validate(const ServeConfig& c) {
   STENO_CHECK(c.max_queue_delay_ms >= 0, "max_queue_delay_ms must be >= 0, got {}", c.max_queue_delay_ms);
   STENO_CHECK(c.max_queue_size >= 0, "max_queue_size must be >= 0, got {}", c.max_queue_size);
   STENO_CHECK(c.io_threads >= 1 && c.worker_threads >= 1, "io_threads and worker_threads must be >= 1");
+  const Device device = parse_device(c.device);  // throws naming the text
+  const DType dtype = compute_dtype(c);
+  STENO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,
+              "dtype must be f32, f16 or bf16, got {}", c.dtype);
+  STENO_CHECK(!device.is_cpu() || dtype == DType::kF32, "dtype {}: the CPU engine computes in f32", c.dtype);
   STENO_CHECK(c.read_timeout_s > 0 && c.idle_timeout_s > 0 && c.drain_timeout_s >= 0,
               "read_timeout_s and idle_timeout_s must be > 0, drain_timeout_s >= 0");
   if (!is_loopback_host(c.host) && c.api_key.empty())

@@ -199,5 +199,24 @@ TEST(ServeConfig, FileFlagsAndTheApiKeyRule) {
   EXPECT_THROW(validate(c), Error);
 }
 
+TEST(ServeConfig, DeviceAndDtype) {
+  ServeConfig c;
+  EXPECT_EQ(compute_dtype(c), DType::kF32);  // the CPU's default
+  validate(c);
+  apply_config_json(c, R"({"device": "cuda:1"})");
+  EXPECT_EQ(compute_dtype(c), DType::kBF16);  // CUDA's default
+  validate(c);                                 // a device is checked by name here; its presence at load time
+  c.dtype = "f16";
+  validate(c);
+  c.dtype = "i32";
+  EXPECT_THROW(validate(c), Error);  // not a compute dtype
+  c.device = "cpu";
+  c.dtype = "bf16";
+  EXPECT_THROW(validate(c), Error);  // the CPU engine is f32 only
+  c.device = "tpu";
+  c.dtype = "";
+  EXPECT_THROW(validate(c), Error);
+}
+
 }  // namespace
 }  // namespace steno::serve::http

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "steno/core/dtype.h"
 #include "steno/serve/http/server.h"
 
 namespace steno::serve::http {
@@ -30,6 +31,8 @@ struct ServeConfig {
   double max_queue_delay_ms = 10;
   int max_queue_size = 1024;
   std::string gemm = "onednn";
+  std::string device = "cpu";  // cpu | cuda[:N]: where every lane runs the model (one weight copy)
+  std::string dtype;           // the compute dtype: f32 on the CPU; f32, f16 or bf16 on CUDA ("" = bf16 there)
   // The HTTP front end.
   int io_threads = 2;
   int worker_threads = 2;
@@ -46,7 +49,10 @@ void apply_config_json(ServeConfig& config, std::string_view json_text);
 // Reads and applies a config file (kNotFound when it does not exist).
 void apply_config_file(ServeConfig& config, const std::string& path);
 
-// Throws kInvalidArgument naming the setting at fault: ranges, and the API-key rule.
+// The compute dtype `dtype` names, or the device's default (f32 on the CPU, bf16 on CUDA).
+DType compute_dtype(const ServeConfig& config);
+
+// Throws kInvalidArgument naming the setting at fault: ranges, the device and dtype, and the API-key rule.
 void validate(const ServeConfig& config);
 
 // "localhost", 127.0.0.0/8, ::1 (and ::ffff:127.x). Anything else, 0.0.0.0 and :: included, is a network.
