@@ -258,7 +258,8 @@ def main(argv=None):
         if hit:
             calib = ("`0.6b` model: random weights (`steno model random --like configs/parakeet-tdt-0.6b-v2.json "
                      "--token-rate 0.4`, calibrated on the benchmark's first 8 clips of 45 s and 16 of 10 s), "
-                     + hit[0] + " (CPU, f32; the decoding work measured on the GPU is below).")
+                     + hit[0] + " (f32, on the calibration clips together; the bf16 decoding work of each "
+                     "shape is below).")
 
     all_speedups = {}
     s06 = {}

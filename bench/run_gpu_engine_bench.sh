@@ -20,9 +20,10 @@
 # first, and the whole run keeps within STENO_BENCH_DEADLINE seconds (570: a run call's 600 s limit), cutting
 # the last steps short if need be but always writing the comparison of what finished.
 # Environment: STENO_PKG (/tmp/steno), STENO_BENCH_WORK (/tmp/steno-bench: models and the shared workload),
-# STENO_BENCH_CALIBRATE_DEVICE (cuda), PYTHON (python3), STENO_COMMIT (recorded when the tree has no .git),
-# STENO_BENCH_QUICK=1 (fewer repetitions: a dry run of the whole chain), STENO_BENCH_MODELS ("0.6b tiny": which models), STENO_BENCH_TORCH_DEVICE (cuda;
-# cpu for a dry run of the script's logic on a machine without a GPU), STENO_BENCH_TORCH_ARGS (extra
+# STENO_BENCH_CALIBRATE_DEVICE (cuda), PYTHON (python3), STENO_COMMIT (recorded instead of git's HEAD: pass
+# it, since the device machine's copy of .git can be older than the tree it runs), STENO_BENCH_QUICK=1 (fewer
+# repetitions: a dry run of the whole chain), STENO_BENCH_MODELS ("0.6b tiny": which models),
+# STENO_BENCH_TORCH_DEVICE (cuda; cpu for a dry run of the script's logic on a machine without a GPU), STENO_BENCH_TORCH_ARGS (extra
 # torch_engine_bench.py arguments, e.g. "--no-mix --shapes b1x45s --dtype f32" for such a dry run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -85,7 +86,7 @@ fi
 
 {
   echo "date: $(date -u +%FT%TZ)"
-  echo "steno commit: $(git rev-parse HEAD 2>/dev/null || echo "${STENO_COMMIT:-unknown}")"
+  echo "steno commit: ${STENO_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
   echo "command: bench/run_gpu_engine_bench.sh (STENO_BENCH_QUICK=${STENO_BENCH_QUICK:-0})"
   echo "host: $(hostname), $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv 2>&1
