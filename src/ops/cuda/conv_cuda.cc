@@ -10,10 +10,40 @@
 
 namespace steno::ops::cuda {
 
+namespace {
+
+// A 1x1 conv with stride 1, no padding and one group: per image, a GEMM.
+bool is_pointwise(const Tensor& w, int stride_h, int stride_w, int pad_h, int pad_w, int groups) {
+  return w.dim(2) == 1 && w.dim(3) == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0 &&
+         groups == 1;
+}
+
+// y_b[Cout, HW] = w[Cout, Cin] · x_b[Cin, HW] (+ bias per row) for every image b, on cuBLASLt. The bias is
+// written into y first and the product added to it (beta = 1), so each output is rounded to its dtype once, as
+// in the other kernels.
+void pointwise_conv2d(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y) {
+  const Dt dt = dt_of(x);
+  const int64_t batch = x.dim(0), cin = x.dim(1), cout = w.dim(0), hw = x.dim(2) * x.dim(3);
+  const size_t es = dtype_size(x.dtype());
+  if (bias.defined()) launch_fill_channel_bias(dt, bias.raw(), y.raw(), batch * cout, hw, cout, stream_of(ctx));
+  check_launch("conv2d (pointwise bias)");
+  const auto* xp = static_cast<const uint8_t*>(x.raw());
+  auto* yp = static_cast<uint8_t*>(y.raw());
+  for (int64_t b = 0; b < batch; ++b)
+    gemm_dt(ctx, dt, false, false, cout, hw, cin, w.raw(), cin, xp + b * cin * hw * es, hw,
+            bias.defined() ? 1.0f : 0.0f, yp + b * cout * hw * es, hw);
+}
+
+}  // namespace
+
 void conv2d(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, int stride_h,
             int stride_w, int pad_h, int pad_w, int groups) {
   detail::check_same_dtype("conv2d", {&x, &w, &bias, &y});
   if (y.numel() == 0) return;
+  if (is_pointwise(w, stride_h, stride_w, pad_h, pad_w, groups) && x.dim(1) > 0) {
+    pointwise_conv2d(ctx, x, w, bias, y);
+    return;
+  }
   launch_conv2d(dt_of(x), x.raw(), w.raw(), bias.defined() ? bias.raw() : nullptr, y.raw(), x.dim(0), x.dim(1),
                 x.dim(2), x.dim(3), w.dim(0), w.dim(2), w.dim(3), y.dim(2), y.dim(3), stride_h, stride_w, pad_h,
                 pad_w, groups, stream_of(ctx));

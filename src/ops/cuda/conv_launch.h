@@ -9,6 +9,10 @@ namespace steno::ops::cuda {
 void launch_conv2d(Dt dt, const void* x, const void* w, const void* bias, void* y, int64_t batch, int64_t cin,
                    int64_t h, int64_t wd, int64_t cout, int64_t kh, int64_t kw, int64_t ho, int64_t wo, int stride_h,
                    int stride_w, int pad_h, int pad_w, int64_t groups, cudaStream_t stream);
+// y[r, j] = bias[r % channels] for y [rows, cols] (rows = images x channels, NCHW): a pointwise conv's bias,
+// laid out as its GEMM's C before the product is added to it.
+void launch_fill_channel_bias(Dt dt, const void* bias, void* y, int64_t rows, int64_t cols, int64_t channels,
+                              cudaStream_t stream);
 void launch_depthwise_conv1d(Dt dt, const void* x, const void* w, const void* bias, void* y, int64_t batch,
                              int64_t steps, int64_t channels, int64_t k, int64_t out_steps, int pad_left,
                              cudaStream_t stream);

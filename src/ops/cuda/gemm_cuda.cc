@@ -255,6 +255,11 @@ void gemm_raw(Context& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
   run(ctx, {Dt::kF32, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr});
 }
 
+void gemm_dt(Context& ctx, Dt dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
+             int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc) {
+  run(ctx, {dt, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, nullptr});
+}
+
 void gemm(Context& ctx, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,
           float beta) {
   detail::check_same_dtype("gemm", {&a, &b, &c});

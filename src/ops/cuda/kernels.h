@@ -73,6 +73,10 @@ namespace steno::ops::cuda {
 // The launch.h element type of a validated tensor (f32, f16 or bf16).
 enum class Dt : uint8_t;
 Dt dt_of(const Tensor& t);
+// gemm_cuda.cc: c = op(a)·op(b) + beta * c on raw row-major matrices of dtype dt (f32 accumulation), for ops
+// that run GEMMs over parts of their tensors (conv2d's pointwise convs, one image at a time).
+void gemm_dt(Context& ctx, Dt dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
+             int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc);
 // The stream a CUDA context queues on, as the launchers take it.
 inline cudaStream_t stream_of(const Context& ctx) { return static_cast<cudaStream_t>(ctx.stream().handle()); }
 // Lengths as int32 on the device, in ctx's stream order (from pageable memory: the upload is staged before the
