@@ -1,8 +1,12 @@
-// serve_load: N concurrent OpenAI transcription requests against a running `steno serve`, every one checked.
+// serve_load: load runs against a running `steno serve`, every answer checked. Three modes:
 //
 //   serve_load --port P [--host 127.0.0.1] [--requests 1000] [--testset DIR] [--timeout-s 300] [--warmup 2]
 //              [--grace-ms 1000] [--out FILE.json]
+//   serve_load --closed-loop --port P --clip FILE [--concurrency "1 4 8 16 20 24 32 64 100"] [--duration-s 30]
+//              [--warmup-s 5] [--sla-mean-ms 650] [--sla-p99-ms 1000] [--timeout-s 300] [--out FILE.json]
+//   serve_load --make-clip OUT.wav [--clip-seconds 45] [--testset DIR]
 //
+// The default mode: N concurrent OpenAI transcription requests, all in flight at once.
 // 1. Raises RLIMIT_NOFILE's soft limit to the hard limit (one descriptor per connection) and says so when even the
 //    hard limit is too low for N connections.
 // 2. Warm-up: --warmup requests one after another on one connection (excluded from the measurement).
@@ -23,6 +27,29 @@
 // (steno_batch_size: batches, mean batch size, histogram; nv_inference_*; stage durations; padding waste).
 // Exit status 0 only when every request was answered exactly once, with status 200 and the right text (and the
 // warm-up too); 1 otherwise; 2 for bad usage.
+//
+// --closed-loop: the benchmark protocol's `seed` workload (docs/benchmark-protocol.md): one clip, re-sent.
+// 1. The reference: --clip sent alone on one connection; its answer (200, JSON {"text"}) is the text every later
+//    answer must have (the clip has no transcript of its own). --warmup and --requests do not apply.
+// 2. For each concurrency c of --concurrency (spaces or commas), one point: c keep-alive connections, each sending
+//    the same request (POST /v1/audio/transcriptions, multipart, as above) again as soon as its answer arrives, for
+//    --warmup-s + --duration-s seconds; then no new requests, and those in flight are waited for (the drain). A
+//    request counts in the point when it completes inside the measurement window [warm-up end, + duration);
+//    warm-up and drain requests are checked and tallied apart. A connection that fails (connect, write or read
+//    error, no answer within --timeout-s) is reopened after 100 ms; one the server closes is reopened at once.
+// 3. Per point: requests, ok, wrong (a 200 with another text), failed by reason, requests/s (ok / duration),
+//    audio seconds/s, latency of the ok requests from first write to whole answer (mean, nearest-rank
+//    p50/p90/p95/p99, max), meets_sla (mean < --sla-mean-ms and p99 < --sla-p99-ms, at least one ok request and
+//    none wrong or failed), server_metrics over the window (/metrics scraped, off the client's event loop, at the
+//    window's start and end), the window's wall-clock bounds (Unix seconds, to line up GPU samples) and
+//    per-request rows. A `progress` line per point on stderr; --out is rewritten after every point.
+// 4. The headline: the point with the highest requests/s among those meeting the SLA (null when none).
+// Exit status 0 only when the reference request and every request of every point (warm-up and drain included)
+// were answered 200 with the reference text; 1 otherwise; 2 for bad usage.
+//
+// --make-clip: writes OUT.wav, a 16-bit PCM mono 16 kHz WAV of exactly --clip-seconds of speech: the FLAC clips of
+// --testset's audio/ in name order, decoded with steno's audio library, concatenated, repeated as needed, cut.
+// Prints what it made as JSON.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -40,7 +67,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -50,6 +79,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "steno/audio/decode.h"
 
 namespace {
 
@@ -77,15 +108,51 @@ struct Options {
   int warmup = 2;
   int grace_ms = 1000;
   std::string out;
+  // --closed-loop
+  bool closed_loop = false;
+  std::vector<int> concurrency = {1, 4, 8, 16, 20, 24, 32, 64, 100};  // the protocol's `seed` sweep
+  double duration_s = 30;
+  double warmup_s = 5;
+  std::string clip;
+  double sla_mean_ms = 650;
+  double sla_p99_ms = 1000;
+  // --make-clip
+  std::string make_clip;
+  double clip_seconds = 45;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "serve_load: %s\n"
                "usage: serve_load --port P [--host H] [--requests N] [--testset DIR] [--timeout-s S] [--warmup K]\n"
-               "                  [--grace-ms MS] [--out FILE.json]\n",
+               "                  [--grace-ms MS] [--out FILE.json]\n"
+               "       serve_load --closed-loop --port P --clip FILE [--host H] [--concurrency \"1 4 8 ...\"]\n"
+               "                  [--duration-s 30] [--warmup-s 5] [--sla-mean-ms 650] [--sla-p99-ms 1000]\n"
+               "                  [--timeout-s S] [--out FILE.json]\n"
+               "       serve_load --make-clip OUT.wav [--clip-seconds 45] [--testset DIR]\n"
+               "(the header of bench/serve_load.cc describes each mode)\n",
                why.c_str());
   std::exit(2);
+}
+
+// "1 4 8", "1,4,8" -> {1, 4, 8}; each >= 1.
+std::vector<int> parse_int_list(const std::string& text) {
+  std::vector<int> out;
+  std::string item;
+  std::istringstream in(text);
+  while (in >> item) {
+    std::istringstream parts(item);
+    std::string part;
+    while (std::getline(parts, part, ',')) {
+      if (part.empty()) continue;
+      size_t used = 0;
+      const int v = std::stoi(part, &used);
+      if (used != part.size() || v < 1) throw std::invalid_argument(part);
+      out.push_back(v);
+    }
+  }
+  if (out.empty()) throw std::invalid_argument(text);
+  return out;
 }
 
 Options parse_args(int argc, char** argv) {
@@ -105,15 +172,34 @@ Options parse_args(int argc, char** argv) {
       else if (a == "--warmup") o.warmup = std::stoi(value());
       else if (a == "--grace-ms") o.grace_ms = std::stoi(value());
       else if (a == "--out") o.out = value();
-      else if (a == "-h" || a == "--help") usage("N concurrent transcription requests, each checked");
+      else if (a == "--closed-loop") o.closed_loop = true;
+      else if (a == "--concurrency") o.concurrency = parse_int_list(value());
+      else if (a == "--duration-s") o.duration_s = std::stod(value());
+      else if (a == "--warmup-s") o.warmup_s = std::stod(value());
+      else if (a == "--clip") o.clip = value();
+      else if (a == "--sla-mean-ms") o.sla_mean_ms = std::stod(value());
+      else if (a == "--sla-p99-ms") o.sla_p99_ms = std::stod(value());
+      else if (a == "--make-clip") o.make_clip = value();
+      else if (a == "--clip-seconds") o.clip_seconds = std::stod(value());
+      else if (a == "-h" || a == "--help") usage("transcription requests against steno serve, each checked");
       else usage("unknown argument " + a);
     } catch (const std::logic_error&) {
       usage("bad value for " + a);
     }
   }
+  if (!o.make_clip.empty()) {
+    if (!(o.clip_seconds > 0 && o.clip_seconds <= 3600)) usage("--clip-seconds must be in (0, 3600]");
+    return o;
+  }
   if (o.port <= 0 || o.port > 65535) usage("--port is required (1..65535)");
   if (o.requests < 1) usage("--requests must be >= 1");
   if (o.timeout_s <= 0) usage("--timeout-s must be > 0");
+  if (o.closed_loop) {
+    if (o.clip.empty()) usage("--closed-loop needs --clip FILE");
+    if (!(o.duration_s > 0)) usage("--duration-s must be > 0");
+    if (!(o.warmup_s >= 0)) usage("--warmup-s must be >= 0");
+    if (!(o.sla_mean_ms > 0) || !(o.sla_p99_ms > 0)) usage("--sla-mean-ms and --sla-p99-ms must be > 0");
+  }
   return o;
 }
 
@@ -126,6 +212,26 @@ std::string read_file(const std::string& path) {
 }
 
 // ---- the clips ------------------------------------------------------------------------------------------------
+
+// One OpenAI transcription request: POST /v1/audio/transcriptions, multipart (file, response_format=json).
+struct Request {
+  std::string body;  // the multipart body
+  std::string head;  // the request line and headers, Content-Length included
+};
+
+Request transcription_request(const Options& o, const std::string& filename, const std::string& content_type,
+                              const std::string& audio) {
+  Request r;
+  r.body = std::string("--") + kBoundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" +
+           filename + "\"\r\nContent-Type: " + content_type + "\r\n\r\n" + audio + "\r\n--" + kBoundary +
+           "\r\nContent-Disposition: form-data; name=\"response_format\"\r\n\r\njson\r\n--" + kBoundary +
+           "--\r\n";
+  r.head = "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: " + o.host + ":" + std::to_string(o.port) +
+           "\r\nUser-Agent: steno-serve-load\r\nAccept: application/json\r\nContent-Type: multipart/form-data; "
+           "boundary=" +
+           kBoundary + "\r\nContent-Length: " + std::to_string(r.body.size()) + "\r\n\r\n";
+  return r;
+}
 
 struct Clip {
   std::string name;      // "test-0000001.flac"
@@ -148,15 +254,9 @@ std::vector<Clip> load_clips(const Options& o) {
     const std::string rel = line.substr(0, tab);
     c.name = rel.substr(rel.rfind('/') + 1);
     c.expected = line.substr(tab + 1);
-    const std::string audio = read_file(o.testset + "/" + rel);
-    c.body = std::string("--") + kBoundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" +
-             c.name + "\"\r\nContent-Type: audio/flac\r\n\r\n" + audio + "\r\n--" + kBoundary +
-             "\r\nContent-Disposition: form-data; name=\"response_format\"\r\n\r\njson\r\n--" + kBoundary +
-             "--\r\n";
-    c.head = "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: " + o.host + ":" + std::to_string(o.port) +
-             "\r\nUser-Agent: steno-serve-load\r\nAccept: application/json\r\nContent-Type: multipart/form-data; "
-             "boundary=" +
-             kBoundary + "\r\nContent-Length: " + std::to_string(c.body.size()) + "\r\n\r\n";
+    Request r = transcription_request(o, c.name, "audio/flac", read_file(o.testset + "/" + rel));
+    c.body = std::move(r.body);
+    c.head = std::move(r.head);
     clips.push_back(std::move(c));
   }
   if (clips.empty()) throw std::runtime_error("no clips in " + o.testset + "/reference_transcripts.tsv");
@@ -183,7 +283,7 @@ struct Verdict {
   std::string got;          // the text, when there was one
 };
 
-Verdict judge(const bhttp::response<bhttp::string_body>& r, const Clip& clip) {
+Verdict judge(const bhttp::response<bhttp::string_body>& r, const std::string& expected) {
   Verdict v;
   if (r.result_int() != 200) {
     v.reason = "http " + std::to_string(r.result_int());
@@ -195,7 +295,7 @@ Verdict judge(const bhttp::response<bhttp::string_body>& r, const Clip& clip) {
     return v;
   }
   v.got = j["text"].get<std::string>();
-  if (v.got != clip.expected) {
+  if (v.got != expected) {
     v.wrong_text = true;
     v.reason = "wrong text";
     return v;
@@ -488,7 +588,7 @@ class Run {
     s.status = r.result_int();
     const auto id = r["X-Request-Id"];
     s.request_id.assign(id.data(), id.size());
-    const Verdict v = judge(r, clips_[s.clip]);
+    const Verdict v = judge(r, clips_[s.clip].expected);
     s.got = v.got;
     s.reason = v.reason;
     s.result = v.ok ? Result::kOk : v.wrong_text ? Result::kWrong : Result::kFailed;
@@ -551,6 +651,21 @@ double nearest_rank(std::vector<double> sorted, double p) {
   return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
 }
 
+// Mean, nearest-rank p50/p90/p95/p99, max and min of latencies in ms (all 0 when there are none).
+Json latency_json(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  double mean = 0;
+  for (double v : values) mean += v;
+  if (!values.empty()) mean /= static_cast<double>(values.size());
+  return {{"mean", mean},
+          {"p50", nearest_rank(values, 50)},
+          {"p90", nearest_rank(values, 90)},
+          {"p95", nearest_rank(values, 95)},
+          {"p99", nearest_rank(values, 99)},
+          {"max", values.empty() ? 0 : values.back()},
+          {"min", values.empty() ? 0 : values.front()}};
+}
+
 Json Run::result_json() const {
   Json j;
   int ok = 0, wrong = 0, failed = 0, duplicates = 0, extra = 0;
@@ -601,11 +716,6 @@ Json Run::result_json() const {
     per_request.push_back(std::move(r));
   }
   const double wall_s = std::chrono::duration<double>(end_ - start_).count();
-  std::vector<double> sorted = latencies;
-  std::sort(sorted.begin(), sorted.end());
-  double mean = 0;
-  for (double v : sorted) mean += v;
-  if (!sorted.empty()) mean /= static_cast<double>(sorted.size());
   j["requests"] = slots_.size();
   j["connections"] = slots_.size();
   j["ok"] = ok;
@@ -622,13 +732,7 @@ Json Run::result_json() const {
   j["requests_per_s"] = wall_s > 0 ? ok / wall_s : 0.0;
   j["audio_seconds"] = audio_s;
   j["audio_seconds_per_s"] = wall_s > 0 ? audio_s / wall_s : 0.0;
-  j["latency_ms"] = {{"mean", mean},
-                     {"p50", nearest_rank(sorted, 50)},
-                     {"p90", nearest_rank(sorted, 90)},
-                     {"p95", nearest_rank(sorted, 95)},
-                     {"p99", nearest_rank(sorted, 99)},
-                     {"max", sorted.empty() ? 0 : sorted.back()},
-                     {"min", sorted.empty() ? 0 : sorted.front()}};
+  j["latency_ms"] = latency_json(latencies);
   j["wrong_examples"] = wrong_examples;
   j["per_request"] = per_request;
   return j;
@@ -678,8 +782,598 @@ std::string utc_now() {
   return buf;
 }
 
+// ---- the closed loop (--closed-loop) --------------------------------------------------------------------------
+
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+double ms_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+double round3(double v) { return std::round(v * 1000) / 1000; }
+
+// When a request ended, relative to the measurement window.
+enum class Phase { kWarmup, kWindow, kDrain };
+
+const char* phase_name(Phase p) { return p == Phase::kWarmup ? "warmup" : p == Phase::kWindow ? "window" : "drain"; }
+
+const char* result_name(Result r) { return r == Result::kOk ? "ok" : r == Result::kWrong ? "wrong" : "failed"; }
+
+// One request of a point, as it ended.
+struct Outcome {
+  int conn = 0;
+  Phase phase = Phase::kWindow;
+  double sent_ms = 0;       // since the window's start (negative in the warm-up); when it ended, if never written
+  double latency_ms = -1;   // first write to whole answer; -1 without an answer
+  int status = 0;
+  Result result = Result::kFailed;
+  std::string reason;  // why it is not ok
+  std::string got;     // a wrong answer's text
+};
+
+// One keep-alive connection of a point and its current request.
+struct Conn {
+  explicit Conn(net::io_context& ioc) : socket(ioc), timer(ioc) {}
+  int index = 0;
+  tcp::socket socket;
+  net::steady_timer timer;  // the request's deadline while one is under way, else the pause before reopening
+  beast::flat_buffer buffer;
+  std::optional<bhttp::response_parser<bhttp::string_body>> parser;
+  bool connected = false;
+  bool written = false;     // the current request's write began
+  uint64_t generation = 0;  // the current request's number: handlers of an earlier one do nothing
+  Clock::time_point sent_at;
+};
+
+struct ScrapeResult {
+  std::optional<Scrape> scrape;
+  std::string error;
+};
+
+// /metrics scraped on a thread of its own, so that the client's event loop does not wait for it.
+std::future<ScrapeResult> scrape_metrics_async(const tcp::endpoint& ep, const Options& o) {
+  return std::async(std::launch::async, [ep, &o] {
+    ScrapeResult r;
+    r.scrape = scrape_metrics(ep, o, r.error);
+    return r;
+  });
+}
+
+// One point of the sweep: `concurrency` connections re-sending `request` for warmup_s + duration_s, then the drain
+// (no new requests; those under way are waited for).
+class ClosedLoopPoint {
+ public:
+  ClosedLoopPoint(const Options& o, const Request& request, const std::string& reference, const tcp::endpoint& ep,
+                  int concurrency)
+      : o_(o), request_(request), reference_(reference), ep_(ep), window_timer_(ioc_) {
+    for (int i = 0; i < concurrency; ++i) {
+      conns_.push_back(std::make_unique<Conn>(ioc_));
+      conns_.back()->index = i;
+    }
+  }
+
+  // Runs the point to its end: every connection closed, both /metrics scrapes in.
+  void run() {
+    start_ = Clock::now();
+    window_start_ = start_ + seconds(o_.warmup_s);
+    window_end_ = window_start_ + seconds(o_.duration_s);
+    window_timer_.expires_at(window_start_);
+    window_timer_.async_wait([this](error_code) { open_window(); });
+    for (auto& c : conns_) start_request(*c);
+    ioc_.run();
+    end_ = Clock::now();
+    before_ = before_future_.get();
+    after_ = after_future_.get();
+  }
+
+  int concurrency() const { return static_cast<int>(conns_.size()); }
+  const std::vector<Outcome>& outcomes() const { return outcomes_; }
+  double window_start_unix() const { return window_start_unix_; }
+  double window_end_unix() const { return window_end_unix_; }
+  double drain_s() const { return std::chrono::duration<double>(end_ - window_end_).count(); }
+  const ScrapeResult& metrics_before() const { return before_; }
+  const ScrapeResult& metrics_after() const { return after_; }
+
+ private:
+  void open_window() {
+    window_start_unix_ = unix_now();
+    before_future_ = scrape_metrics_async(ep_, o_);
+    window_timer_.expires_at(window_end_);
+    window_timer_.async_wait([this](error_code) { close_window(); });
+  }
+
+  void close_window() {
+    window_end_unix_ = unix_now();
+    after_future_ = scrape_metrics_async(ep_, o_);
+    stopping_ = true;  // connections close as their requests end
+  }
+
+  // The next request on `c`: (re)connects when needed, then writes it; nothing new once the window closed.
+  void start_request(Conn& c) {
+    if (stopping_) return drop(c);
+    const uint64_t generation = ++c.generation;
+    c.written = false;
+    arm_deadline(c, generation);
+    if (c.connected) return send(c, generation);
+    c.buffer.clear();
+    c.socket.async_connect(ep_, [this, &c, generation](error_code ec) {
+      if (generation != c.generation) return;
+      if (ec) return fail(c, "connect: " + ec.message());
+      c.connected = true;
+      error_code ignored;
+      c.socket.set_option(tcp::no_delay(true), ignored);
+      send(c, generation);
+    });
+  }
+
+  void arm_deadline(Conn& c, uint64_t generation) {
+    c.timer.expires_after(seconds(o_.timeout_s));
+    c.timer.async_wait([this, &c, generation](error_code ec) {
+      if (ec || generation != c.generation) return;
+      fail(c, (c.connected ? "no answer within " : "no connection within ") + number(o_.timeout_s) + " s");
+    });
+  }
+
+  void send(Conn& c, uint64_t generation) {
+    c.parser.emplace();
+    c.parser->body_limit(kBodyLimit);
+    c.written = true;
+    c.sent_at = Clock::now();
+    const std::array<net::const_buffer, 2> bufs = {net::buffer(request_.head), net::buffer(request_.body)};
+    net::async_write(c.socket, bufs, [this, &c, generation](error_code ec, size_t) {
+      if (generation != c.generation) return;
+      if (ec) return fail(c, "write: " + ec.message());
+      bhttp::async_read(c.socket, c.buffer, *c.parser,
+                        [this, &c, generation](error_code ec, size_t) { on_answer(c, generation, ec); });
+    });
+  }
+
+  void on_answer(Conn& c, uint64_t generation, error_code ec) {
+    if (generation != c.generation) return;
+    if (ec) return fail(c, "read: " + ec.message());
+    const auto& response = c.parser->get();
+    const Verdict v = judge(response, reference_);
+    Outcome out = outcome_now(c);
+    out.latency_ms = ms_between(c.sent_at, Clock::now());
+    out.status = response.result_int();
+    out.result = v.ok ? Result::kOk : v.wrong_text ? Result::kWrong : Result::kFailed;
+    out.reason = v.reason;
+    if (v.wrong_text) out.got = v.got;
+    const bool keep_alive = response.keep_alive();
+    end_request(c, std::move(out));
+    if (!keep_alive) drop(c);
+    start_request(c);
+  }
+
+  // A request that got no answer: recorded, its connection closed and, after 100 ms, reopened.
+  void fail(Conn& c, const std::string& reason) {
+    Outcome out = outcome_now(c);
+    out.reason = reason;
+    end_request(c, std::move(out));
+    drop(c);
+    if (stopping_) return;
+    const uint64_t generation = c.generation;
+    c.timer.expires_after(std::chrono::milliseconds(100));
+    c.timer.async_wait([this, &c, generation](error_code ec) {
+      if (!ec && generation == c.generation) start_request(c);
+    });
+  }
+
+  Outcome outcome_now(const Conn& c) const {
+    const auto now = Clock::now();
+    Outcome out;
+    out.conn = c.index;
+    out.phase = now < window_start_ ? Phase::kWarmup : now < window_end_ ? Phase::kWindow : Phase::kDrain;
+    out.sent_ms = ms_between(window_start_, c.written ? c.sent_at : now);
+    return out;
+  }
+
+  void end_request(Conn& c, Outcome out) {
+    ++c.generation;  // the deadline's and the socket's pending handlers now do nothing
+    c.timer.cancel();
+    outcomes_.push_back(std::move(out));
+  }
+
+  void drop(Conn& c) {
+    error_code ignored;
+    c.socket.shutdown(tcp::socket::shutdown_both, ignored);
+    c.socket.close(ignored);
+    c.connected = false;
+  }
+
+  const Options& o_;
+  const Request& request_;
+  const std::string& reference_;
+  tcp::endpoint ep_;
+  net::io_context ioc_{1};
+  net::steady_timer window_timer_;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::vector<Outcome> outcomes_;
+  bool stopping_ = false;
+  Clock::time_point start_, window_start_, window_end_, end_;
+  double window_start_unix_ = 0, window_end_unix_ = 0;
+  std::future<ScrapeResult> before_future_, after_future_;
+  ScrapeResult before_, after_;
+};
+
+// Requests of one phase: how many, ok, wrong, failed and why.
+struct Tally {
+  int requests = 0, ok = 0, wrong = 0, failed = 0;
+  std::map<std::string, int> failed_by_reason;
+};
+
+Tally tally(const std::vector<Outcome>& outcomes, Phase phase) {
+  Tally t;
+  for (const auto& o : outcomes) {
+    if (o.phase != phase) continue;
+    ++t.requests;
+    t.ok += o.result == Result::kOk;
+    t.wrong += o.result == Result::kWrong;
+    if (o.result == Result::kFailed) {
+      ++t.failed;
+      ++t.failed_by_reason[o.reason.empty() ? "unknown" : o.reason];
+    }
+  }
+  return t;
+}
+
+Json tally_json(const Tally& t) {
+  return {{"requests", t.requests}, {"ok", t.ok}, {"wrong", t.wrong}, {"failed", t.failed},
+          {"failed_by_reason", t.failed_by_reason}};
+}
+
+// The SLA's verdict on a point: its misses (empty when it meets it).
+Json sla_misses(const Json& latency, const Tally& window, const Options& o) {
+  Json misses = Json::array();
+  if (window.ok == 0) misses.push_back("no ok request in the window");
+  if (window.wrong + window.failed > 0) misses.push_back("wrong or failed requests in the window");
+  if (!(latency["mean"].get<double>() < o.sla_mean_ms))
+    misses.push_back("latency mean >= " + number(o.sla_mean_ms) + " ms");
+  if (!(latency["p99"].get<double>() < o.sla_p99_ms))
+    misses.push_back("latency p99 >= " + number(o.sla_p99_ms) + " ms");
+  return misses;
+}
+
+// The distinct wrong texts of a point with how often each came (at most 5).
+Json wrong_examples(const std::vector<Outcome>& outcomes) {
+  std::map<std::string, int> counts;
+  for (const auto& o : outcomes)
+    if (o.result == Result::kWrong) ++counts[o.got];
+  Json examples = Json::array();
+  for (const auto& [text, n] : counts) {
+    if (examples.size() == 5) break;
+    examples.push_back({{"got", text}, {"times", n}});
+  }
+  return examples;
+}
+
+Json per_request_rows(const std::vector<Outcome>& outcomes) {
+  Json rows = Json::array();
+  for (const auto& o : outcomes) {
+    Json r = {{"conn", o.conn},
+              {"phase", phase_name(o.phase)},
+              {"sent_ms", round3(o.sent_ms)},
+              {"latency_ms", round3(o.latency_ms)},
+              {"status", o.status},
+              {"result", result_name(o.result)}};
+    if (o.result != Result::kOk && !o.reason.empty()) r["reason"] = o.reason;
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+Json point_metrics(const ClosedLoopPoint& p) {
+  const ScrapeResult& before = p.metrics_before();
+  const ScrapeResult& after = p.metrics_after();
+  if (before.scrape && after.scrape) return server_side(*before.scrape, *after.scrape);
+  return {{"error", "/metrics: " + (before.scrape ? after.error : before.error)}};
+}
+
+// /proc/loadavg's first three fields (the client's machine is the server's on loopback); null where unreadable.
+Json load_average() {
+  std::ifstream f("/proc/loadavg");
+  double one = 0, five = 0, fifteen = 0;
+  if (!(f >> one >> five >> fifteen)) return nullptr;
+  return {{"1min", one}, {"5min", five}, {"15min", fifteen}};
+}
+
+Json point_json(const ClosedLoopPoint& p, const Options& o, double clip_duration_s) {
+  const Tally window = tally(p.outcomes(), Phase::kWindow);
+  std::vector<double> latencies;
+  for (const auto& out : p.outcomes())
+    if (out.phase == Phase::kWindow && out.result == Result::kOk) latencies.push_back(out.latency_ms);
+  Json j;
+  j["concurrency"] = p.concurrency();
+  j["window_s"] = o.duration_s;
+  j["window_unix_s"] = {p.window_start_unix(), p.window_end_unix()};
+  const Json counts = tally_json(window);
+  for (const auto& [k, v] : counts.items()) j[k] = v;
+  j["requests_per_s"] = window.ok / o.duration_s;
+  j["audio_seconds_per_s"] = window.ok * clip_duration_s / o.duration_s;
+  j["latency_ms"] = latency_json(latencies);
+  const Json misses = sla_misses(j["latency_ms"], window, o);
+  j["meets_sla"] = misses.empty();
+  j["sla_misses"] = misses;
+  j["warmup"] = tally_json(tally(p.outcomes(), Phase::kWarmup));
+  j["drain"] = tally_json(tally(p.outcomes(), Phase::kDrain));
+  j["drain_s"] = p.drain_s();
+  j["load_average_after"] = load_average();
+  j["server_metrics"] = point_metrics(p);
+  j["wrong_examples"] = wrong_examples(p.outcomes());
+  j["per_request"] = per_request_rows(p.outcomes());
+  return j;
+}
+
+// The point with the highest requests/s among those that meet the SLA; null when none does.
+Json headline_json(const Json& points) {
+  const Json* best = nullptr;
+  for (const auto& p : points)
+    if (p["meets_sla"].get<bool>() && (!best || p["requests_per_s"] > (*best)["requests_per_s"])) best = &p;
+  if (!best) return nullptr;
+  const Json& b = *best;
+  return {{"concurrency", b["concurrency"]},
+          {"requests_per_s", b["requests_per_s"]},
+          {"audio_seconds_per_s", b["audio_seconds_per_s"]},
+          {"latency_ms", {{"mean", b["latency_ms"]["mean"]}, {"p99", b["latency_ms"]["p99"]}}}};
+}
+
+void print_progress(size_t index, size_t count, const Json& p) {
+  const Json& m = p["server_metrics"];
+  const std::string batches = m.contains("batches") ? std::to_string(m["batches"].get<int64_t>()) + " batches, mean " +
+                                                          number(m["mean_batch_size"].get<double>())
+                                                    : "no /metrics";
+  std::fprintf(stderr,
+               "serve_load: progress: point %zu/%zu, concurrency %d: %d ok, %d wrong, %d failed in the window: %.2f "
+               "requests/s, latency mean %.0f ms, p99 %.0f ms, max %.0f ms: SLA %s; %s (warm-up %d, drain %d "
+               "requests)\n",
+               index + 1, count, p["concurrency"].get<int>(), p["ok"].get<int>(), p["wrong"].get<int>(),
+               p["failed"].get<int>(), p["requests_per_s"].get<double>(), p["latency_ms"]["mean"].get<double>(),
+               p["latency_ms"]["p99"].get<double>(), p["latency_ms"]["max"].get<double>(),
+               p["meets_sla"].get<bool>() ? "met" : "missed", batches.c_str(), p["warmup"]["requests"].get<int>(),
+               p["drain"]["requests"].get<int>());
+}
+
+// The result as JSON text, each point's per-request rows one to a line (a sweep holds tens of thousands).
+std::string dump_result(Json result) {
+  std::vector<std::string> rows;
+  if (result.contains("points")) {
+    for (auto& p : result["points"]) {
+      if (!p.contains("per_request")) continue;
+      std::string text;
+      for (const auto& r : p["per_request"]) text += (text.empty() ? "\n        " : ",\n        ") + r.dump();
+      rows.push_back("[" + text + (text.empty() ? "]" : "\n      ]"));
+      p["per_request"] = "@ROWS" + std::to_string(rows.size() - 1) + "@";
+    }
+  }
+  std::string text = result.dump(2);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string placeholder = "\"@ROWS" + std::to_string(i) + "@\"";
+    text.replace(text.find(placeholder), placeholder.size(), rows[i]);
+  }
+  return text + "\n";
+}
+
+bool write_result(const std::string& path, const Json& result) {
+  if (path.empty()) return true;
+  std::ofstream f(path);
+  f << dump_result(result);
+  if (!f) std::fprintf(stderr, "serve_load: cannot write %s\n", path.c_str());
+  return static_cast<bool>(f);
+}
+
+// The clip sent in the closed loop.
+struct ClipFile {
+  std::string path, filename, content_type, format;
+  std::string bytes;
+  double duration_s = 0;
+};
+
+std::string content_type_of(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  if (ext == ".wav") return "audio/wav";
+  if (ext == ".flac") return "audio/flac";
+  if (ext == ".mp3") return "audio/mpeg";
+  if (ext == ".ogg" || ext == ".opus") return "audio/ogg";
+  return "application/octet-stream";
+}
+
+ClipFile load_clip_file(const std::string& path) {
+  ClipFile c;
+  c.path = path;
+  c.filename = std::filesystem::path(path).filename().string();
+  c.content_type = content_type_of(path);
+  c.bytes = read_file(path);
+  const steno::audio::DecodedAudio audio = steno::audio::load_audio_file(path);
+  c.format = audio.format;
+  c.duration_s = audio.duration_s();
+  return c;
+}
+
+Json settings_json(const Options& o, const ClipFile& clip) {
+  return {{"concurrency", o.concurrency},
+          {"duration_s", o.duration_s},
+          {"warmup_s", o.warmup_s},
+          {"timeout_s", o.timeout_s},
+          {"sla", {{"mean_ms_below", o.sla_mean_ms},
+                   {"p99_ms_below", o.sla_p99_ms},
+                   {"also", "at least one ok request and none wrong or failed in the window"}}},
+          {"counted", "requests that complete inside [warm-up end, warm-up end + duration); requests/s = ok / "
+                      "duration; latency of the ok ones, first write to whole answer, nearest-rank percentiles"},
+          {"clip", {{"path", clip.path},
+                    {"bytes", clip.bytes.size()},
+                    {"content_type", clip.content_type},
+                    {"format", clip.format},
+                    {"duration_s", clip.duration_s}}}};
+}
+
+// The clip sent alone: its answer's text is the reference every later answer must equal.
+struct Reference {
+  bool ok = false;
+  int status = 0;
+  double latency_ms = 0;
+  std::string text, error;
+};
+
+Reference reference_answer(const tcp::endpoint& ep, const Request& request) {
+  Reference ref;
+  net::io_context ioc;
+  tcp::socket socket(ioc);
+  if (!connect_to(socket, ep, ref.error)) return ref;
+  const auto start = Clock::now();
+  SyncResult r = sync_request(socket, request.head, request.body);
+  ref.latency_ms = ms_between(start, Clock::now());
+  if (!r.ok) {
+    ref.error = r.error;
+    return ref;
+  }
+  ref.status = r.response.result_int();
+  const Verdict v = judge(r.response, "");  // any text is "wrong" against "": it is a 200 with JSON {"text"}
+  ref.text = v.got;
+  ref.ok = (v.ok || v.wrong_text) && !ref.text.empty();
+  if (!ref.ok) ref.error = v.ok || v.wrong_text ? "the answer's text is empty" : v.reason;
+  return ref;
+}
+
+int run_closed_loop(const Options& o, Json out) {
+  out["mode"] = "closed-loop";
+  out["rlimit_nofile"] = raise_nofile(*std::max_element(o.concurrency.begin(), o.concurrency.end()));
+  const ClipFile clip = load_clip_file(o.clip);
+  const Request request = transcription_request(o, clip.filename, clip.content_type, clip.bytes);
+  out["settings"] = settings_json(o, clip);
+  const tcp::endpoint ep(net::ip::make_address(o.host), static_cast<unsigned short>(o.port));
+
+  const Reference ref = reference_answer(ep, request);
+  out["reference"] = {{"ok", ref.ok}, {"status", ref.status}, {"latency_ms", ref.latency_ms}, {"text", ref.text}};
+  if (!ref.ok) {
+    out["reference"]["error"] = ref.error;
+    out["pass"] = false;
+    write_result(o.out, out);
+    std::fprintf(stderr, "serve_load: FAIL: the reference request (%s alone): %s\n", clip.filename.c_str(),
+                 ref.error.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "serve_load: reference answer (%.0f ms, %zu characters): %.100s%s\n", ref.latency_ms,
+               ref.text.size(), ref.text.c_str(), ref.text.size() > 100 ? "..." : "");
+
+  out["headline"] = nullptr;
+  out["points"] = Json::array();
+  Tally total;
+  for (size_t i = 0; i < o.concurrency.size(); ++i) {
+    const int c = o.concurrency[i];
+    std::fprintf(stderr, "serve_load: point %zu/%zu, concurrency %d: warm-up %s s, window %s s\n", i + 1,
+                 o.concurrency.size(), c, number(o.warmup_s).c_str(), number(o.duration_s).c_str());
+    ClosedLoopPoint point(o, request, ref.text, ep, c);
+    point.run();
+    for (Phase phase : {Phase::kWarmup, Phase::kWindow, Phase::kDrain}) {
+      const Tally t = tally(point.outcomes(), phase);
+      total.requests += t.requests;
+      total.ok += t.ok;
+      total.wrong += t.wrong;
+      total.failed += t.failed;
+    }
+    Json p = point_json(point, o, clip.duration_s);
+    print_progress(i, o.concurrency.size(), p);
+    out["points"].push_back(std::move(p));
+    out["headline"] = headline_json(out["points"]);
+    write_result(o.out, out);  // what is done so far survives an interrupted sweep
+  }
+  const bool good = total.wrong == 0 && total.failed == 0;
+  out["all_requests"] = {{"requests", total.requests}, {"ok", total.ok}, {"wrong", total.wrong},
+                         {"failed", total.failed}, {"note", "warm-up, window and drain of every point"}};
+  out["pass"] = good;
+
+  Json summary = out;
+  for (auto& p : summary["points"]) p.erase("per_request");
+  std::cout << summary.dump(2) << std::endl;
+  if (!write_result(o.out, out)) return 1;
+  const Json& h = out["headline"];
+  std::fprintf(stderr, "serve_load: %s: %d requests over %zu points, %d ok, %d wrong, %d failed; headline: %s\n",
+               good ? "PASS" : "FAIL", total.requests, o.concurrency.size(), total.ok, total.wrong, total.failed,
+               h.is_null() ? "none (no point meets the SLA)"
+                           : (number(h["requests_per_s"].get<double>()) + " requests/s at concurrency " +
+                              std::to_string(h["concurrency"].get<int>()))
+                                 .c_str());
+  return good ? 0 : 1;
+}
+
+// ---- the seed clip (--make-clip) ------------------------------------------------------------------------------
+
+std::vector<std::filesystem::path> flac_files(const std::string& dir) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == ".flac") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw std::runtime_error("no .flac files in " + dir);
+  return files;
+}
+
+void put_le(std::string& out, uint32_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+// A 16-bit PCM mono WAV (44-byte RIFF header); samples in [-1, 1] scaled by 32768, as the decoder reads them.
+void write_wav_pcm16(const std::string& path, const std::vector<float>& samples, int sample_rate) {
+  const uint32_t data_bytes = static_cast<uint32_t>(samples.size() * 2);
+  std::string wav = "RIFF";
+  put_le(wav, 36 + data_bytes, 4);
+  wav += "WAVEfmt ";
+  put_le(wav, 16, 4);               // fmt chunk size
+  put_le(wav, 1, 2);                // PCM
+  put_le(wav, 1, 2);                // mono
+  put_le(wav, sample_rate, 4);      // sample rate
+  put_le(wav, sample_rate * 2, 4);  // byte rate
+  put_le(wav, 2, 2);                // block align
+  put_le(wav, 16, 2);               // bits per sample
+  wav += "data";
+  put_le(wav, data_bytes, 4);
+  for (float s : samples) {
+    const long v = std::clamp(std::lround(static_cast<double>(s) * 32768.0), -32768L, 32767L);
+    put_le(wav, static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int16_t>(v))), 2);
+  }
+  std::ofstream f(path, std::ios::binary);
+  f.write(wav.data(), static_cast<std::streamsize>(wav.size()));
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+int run_make_clip(const Options& o) {
+  const auto files = flac_files(o.testset + "/audio");
+  const size_t wanted = static_cast<size_t>(std::llround(o.clip_seconds * steno::audio::kSampleRate));
+  std::vector<float> samples;
+  Json sources = Json::array();
+  for (size_t i = 0; samples.size() < wanted; ++i) {
+    const auto& file = files[i % files.size()];
+    const steno::audio::DecodedAudio audio = steno::audio::load_audio_file(file.string());
+    if (audio.samples.empty()) throw std::runtime_error(file.string() + " has no samples");
+    const size_t take = std::min(audio.samples.size(), wanted - samples.size());
+    samples.insert(samples.end(), audio.samples.begin(), audio.samples.begin() + static_cast<std::ptrdiff_t>(take));
+    sources.push_back({{"file", file.filename().string()}, {"seconds", audio.duration_s()},
+                       {"used_seconds", static_cast<double>(take) / steno::audio::kSampleRate}});
+  }
+  write_wav_pcm16(o.make_clip, samples, steno::audio::kSampleRate);
+  const Json made = {{"clip", o.make_clip},
+                     {"format", "WAV, 16-bit PCM, mono, 16 kHz"},
+                     {"samples", samples.size()},
+                     {"seconds", static_cast<double>(samples.size()) / steno::audio::kSampleRate},
+                     {"testset", o.testset},
+                     {"how", "the FLAC clips of testset/audio in name order, decoded by steno's audio library "
+                             "(16 kHz mono), concatenated, repeated as needed, cut to the length"},
+                     {"sources", sources}};
+  std::cout << made.dump(2) << std::endl;
+  std::fprintf(stderr, "serve_load: wrote %s: %zu samples (%.3f s) from %zu clip files\n", o.make_clip.c_str(),
+               samples.size(), static_cast<double>(samples.size()) / steno::audio::kSampleRate, sources.size());
+  return 0;
+}
+
 int run(int argc, char** argv) {
   const Options o = parse_args(argc, argv);
+  if (!o.make_clip.empty()) return run_make_clip(o);
   Json out;
   out["tool"] = "serve_load";
   std::string command;
@@ -688,6 +1382,7 @@ int run(int argc, char** argv) {
   out["date_utc"] = utc_now();
   out["server"] = "http://" + o.host + ":" + std::to_string(o.port);
   out["endpoint"] = "POST /v1/audio/transcriptions (multipart, response_format=json)";
+  if (o.closed_loop) return run_closed_loop(o, std::move(out));
   out["rlimit_nofile"] = raise_nofile(o.requests);
 
   const std::vector<Clip> clips = load_clips(o);
@@ -710,7 +1405,7 @@ int run(int argc, char** argv) {
     for (int i = 0; i < o.warmup; ++i) {
       const Clip& clip = clips[i % clips.size()];
       SyncResult r = sync_request(socket, clip.head, clip.body);
-      const Verdict v = r.ok ? judge(r.response, clip) : Verdict{false, false, r.error, ""};
+      const Verdict v = r.ok ? judge(r.response, clip.expected) : Verdict{false, false, r.error, ""};
       if (v.ok) ++ok;
       else std::fprintf(stderr, "serve_load: warm-up request %d (%s): %s\n", i, clip.name.c_str(), v.reason.c_str());
       if (!r.ok) break;
