@@ -1,0 +1,52 @@
+// serve_load's shared ground: the flags' values (Options), the clock and JSON types, and the small helpers every mode
+// uses (number formatting, reading a file, the descriptor limit, latency summaries).
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#ifndef STENO_SOURCE_DIR
+#define STENO_SOURCE_DIR "."
+#endif
+
+namespace serve_load {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;
+
+struct Options {
+  std::string host = "127.0.0.1";
+  int port = 0;
+  int requests = 1000;
+  std::string testset = std::string(STENO_SOURCE_DIR) + "/tests/data/testset/espeak";
+  double timeout_s = 300;
+  int warmup = 2;
+  int grace_ms = 1000;
+  std::string out;
+  // --closed-loop
+  bool closed_loop = false;
+  std::vector<int> concurrency = {1, 4, 8, 16, 20, 24, 32, 64, 100};  // the protocol's `seed` sweep
+  double duration_s = 30;
+  double warmup_s = 5;
+  std::string clip;
+  double sla_mean_ms = 650;
+  double sla_p99_ms = 1000;
+  // --make-clip
+  std::string make_clip;
+  double clip_seconds = 45;
+};
+
+std::string number(double v);  // le="16" rather than le="16.000000"
+
+std::string read_file(const std::string& path);
+
+// Raises RLIMIT_NOFILE's soft limit to the hard one (one descriptor per connection), says so on stderr, warns when
+// even that is too low for `needed` connections; the limits before and after, as JSON.
+Json raise_nofile(int needed);
+
+// Mean, nearest-rank p50/p90/p95/p99, max and min of latencies in ms (all 0 when there are none).
+Json latency_json(std::vector<double> values);
+
+}  // namespace serve_load

@@ -1,0 +1,80 @@
+#include "serve_load_http.h"
+
+#include <array>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <nlohmann/json.hpp>
+
+namespace serve_load {
+
+namespace {
+
+constexpr const char* kBoundary = "steno-serve-load-5b9e2c";
+
+}  // namespace
+
+Request transcription_request(const Options& o, const std::string& filename, const std::string& content_type,
+                              const std::string& audio) {
+  Request r;
+  r.body = std::string("--") + kBoundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" +
+           filename + "\"\r\nContent-Type: " + content_type + "\r\n\r\n" + audio + "\r\n--" + kBoundary +
+           "\r\nContent-Disposition: form-data; name=\"response_format\"\r\n\r\njson\r\n--" + kBoundary +
+           "--\r\n";
+  r.head = "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: " + o.host + ":" + std::to_string(o.port) +
+           "\r\nUser-Agent: steno-serve-load\r\nAccept: application/json\r\nContent-Type: multipart/form-data; "
+           "boundary=" +
+           kBoundary + "\r\nContent-Length: " + std::to_string(r.body.size()) + "\r\n\r\n";
+  return r;
+}
+
+Verdict judge(const bhttp::response<bhttp::string_body>& r, const std::string& expected) {
+  Verdict v;
+  if (r.result_int() != 200) {
+    v.reason = "http " + std::to_string(r.result_int());
+    return v;
+  }
+  const auto j = nlohmann::json::parse(r.body(), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("text") || !j["text"].is_string()) {
+    v.reason = "200 without JSON {\"text\"}";
+    return v;
+  }
+  v.got = j["text"].get<std::string>();
+  if (v.got != expected) {
+    v.wrong_text = true;
+    v.reason = "wrong text";
+    return v;
+  }
+  v.ok = true;
+  return v;
+}
+
+SyncResult sync_request(tcp::socket& socket, const std::string& head, const std::string& body) {
+  SyncResult r;
+  error_code ec;
+  const std::array<net::const_buffer, 2> bufs = {net::buffer(head), net::buffer(body)};
+  net::write(socket, bufs, ec);
+  if (ec) {
+    r.error = "write: " + ec.message();
+    return r;
+  }
+  beast::flat_buffer buffer;
+  bhttp::response_parser<bhttp::string_body> parser;
+  parser.body_limit(kBodyLimit);
+  bhttp::read(socket, buffer, parser, ec);
+  if (ec) {
+    r.error = "read: " + ec.message();
+    return r;
+  }
+  r.response = parser.release();
+  r.ok = true;
+  return r;
+}
+
+bool connect_to(tcp::socket& socket, const tcp::endpoint& ep, std::string& error) {
+  error_code ec;
+  socket.connect(ep, ec);
+  if (ec) error = "connect: " + ec.message();
+  return !ec;
+}
+
+}  // namespace serve_load

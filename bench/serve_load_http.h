@@ -1,0 +1,56 @@
+// The HTTP side of serve_load, shared by its load modes: building an OpenAI transcription request (multipart),
+// judging an answer against the expected text, and one request at a time on a blocking socket (warm-up, /metrics).
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http.hpp>
+#include <cstddef>
+#include <string>
+
+#include "serve_load_common.h"
+
+namespace serve_load {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+
+inline constexpr size_t kBodyLimit = 16u << 20;
+
+// One OpenAI transcription request: POST /v1/audio/transcriptions, multipart (file, response_format=json).
+struct Request {
+  std::string body;  // the multipart body
+  std::string head;  // the request line and headers, Content-Length included
+};
+
+Request transcription_request(const Options& o, const std::string& filename, const std::string& content_type,
+                              const std::string& audio);
+
+// What one answer says: "" when it is right, else why not (the text compared exactly).
+struct Verdict {
+  bool ok = false;
+  bool wrong_text = false;  // a 200 with well-formed JSON whose text differs
+  std::string reason;       // for failures: "http 429", "bad json", ...
+  std::string got;          // the text, when there was one
+};
+
+Verdict judge(const bhttp::response<bhttp::string_body>& r, const std::string& expected);
+
+// Where a request stands: not yet ended, or how it ended.
+enum class Result { kPending, kOk, kWrong, kFailed };
+
+// ---- synchronous requests (warm-up, /metrics) -----------------------------------------------------------------
+
+struct SyncResult {
+  bool ok = false;
+  std::string error;
+  bhttp::response<bhttp::string_body> response;
+};
+
+SyncResult sync_request(tcp::socket& socket, const std::string& head, const std::string& body);
+
+bool connect_to(tcp::socket& socket, const tcp::endpoint& ep, std::string& error);
+
+}  // namespace serve_load
