@@ -26,6 +26,7 @@
 #include "serve_load_http.h"
 #include "serve_load_metrics.h"
 #include "steno/audio/decode.h"
+#include "steno/bench/gpu_sampler.h"
 
 namespace serve_load {
 
@@ -511,6 +512,8 @@ int run_closed_loop(const Options& o, Json out) {
   std::fprintf(stderr, "serve_load: reference answer (%.0f ms, %zu characters): %.100s%s\n", ref.latency_ms,
                ref.text.size(), ref.text.c_str(), ref.text.size() > 100 ? "..." : "");
 
+  const steno::bench::GpuSampler gpu;  // NVML, every 100 ms; on a machine without one the result says why not
+  out["gpu"] = gpu.describe();
   out["headline"] = nullptr;
   out["points"] = Json::array();
   Tally total;
@@ -528,6 +531,7 @@ int run_closed_loop(const Options& o, Json out) {
       total.failed += t.failed;
     }
     Json p = point_json(point, o, clip.duration_s);
+    p["gpu"] = gpu.summary(point.window_start_unix(), point.window_end_unix());
     print_progress(i, o.concurrency.size(), p);
     out["points"].push_back(std::move(p));
     out["headline"] = headline_json(out["points"]);

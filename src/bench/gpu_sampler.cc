@@ -1,0 +1,228 @@
+#include "steno/bench/gpu_sampler.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <type_traits>
+
+namespace steno::bench {
+namespace {
+
+// The few NVML declarations used, as nvml.h has them (the ABI is stable; these are the versioned entry points
+// the header maps the plain names to).
+using nvmlReturn_t = int;
+using nvmlDevice_t = void*;
+constexpr nvmlReturn_t kNvmlSuccess = 0;
+constexpr int kNvmlClockSm = 1;  // NVML_CLOCK_SM
+struct NvmlUtilization {
+  unsigned gpu, memory;
+};
+struct NvmlMemory {
+  unsigned long long total, free, used;
+};
+struct NvmlProcessInfo {  // nvmlProcessInfo_t of nvmlDeviceGetComputeRunningProcesses_v3
+  unsigned pid;
+  unsigned long long used_gpu_memory;
+  unsigned gpu_instance_id, compute_instance_id;
+};
+
+struct Nvml {
+  void* lib = nullptr;
+  nvmlReturn_t (*init)() = nullptr;
+  nvmlReturn_t (*shutdown)() = nullptr;
+  const char* (*error_string)(nvmlReturn_t) = nullptr;
+  nvmlReturn_t (*device_count)(unsigned*) = nullptr;
+  nvmlReturn_t (*handle_by_index)(unsigned, nvmlDevice_t*) = nullptr;
+  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
+  nvmlReturn_t (*driver_version)(char*, unsigned) = nullptr;
+  nvmlReturn_t (*utilization)(nvmlDevice_t, NvmlUtilization*) = nullptr;
+  nvmlReturn_t (*memory)(nvmlDevice_t, NvmlMemory*) = nullptr;
+  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
+  nvmlReturn_t (*power)(nvmlDevice_t, unsigned*) = nullptr;  // milliwatts
+  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned*, NvmlProcessInfo*) = nullptr;
+
+  // Loads every symbol; "" on success, else why not.
+  std::string load() {
+    lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return std::string("libnvidia-ml.so.1 not loadable (no NVIDIA driver?): ") + dlerror();
+    std::string missing;
+    auto sym = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (!fn) missing += std::string(missing.empty() ? "" : ", ") + name;
+    };
+    sym(init, "nvmlInit_v2");
+    sym(shutdown, "nvmlShutdown");
+    sym(error_string, "nvmlErrorString");
+    sym(device_count, "nvmlDeviceGetCount_v2");
+    sym(handle_by_index, "nvmlDeviceGetHandleByIndex_v2");
+    sym(name, "nvmlDeviceGetName");
+    sym(driver_version, "nvmlSystemGetDriverVersion");
+    sym(utilization, "nvmlDeviceGetUtilizationRates");
+    sym(memory, "nvmlDeviceGetMemoryInfo");
+    sym(clock, "nvmlDeviceGetClockInfo");
+    sym(power, "nvmlDeviceGetPowerUsage");
+    sym(processes, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (!missing.empty()) return "libnvidia-ml.so.1 lacks " + missing;
+    if (const nvmlReturn_t r = init(); r != kNvmlSuccess) return std::string("nvmlInit failed: ") + error_string(r);
+    return "";
+  }
+};
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+struct GpuSampler::Impl {
+  Nvml nvml;
+  bool initialised = false;
+  std::string why;
+  std::chrono::milliseconds period{100};
+  std::vector<nvmlDevice_t> devices;
+  std::vector<std::string> names;
+  std::string driver;
+  mutable std::mutex mu;
+  std::vector<GpuSample> samples;
+  std::condition_variable stop_cv;
+  bool stop = false;
+  std::thread thread;
+
+  void sample_all() {
+    const double t = unix_now();
+    std::vector<GpuSample> batch;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      GpuSample s;
+      s.unix_s = t;
+      s.gpu = static_cast<int>(i);
+      NvmlUtilization u{};
+      if (nvml.utilization(devices[i], &u) == kNvmlSuccess) {
+        s.util_gpu_pct = u.gpu;
+        s.util_mem_pct = u.memory;
+      }
+      nvml.clock(devices[i], kNvmlClockSm, &s.sm_clock_mhz);
+      NvmlMemory m{};
+      if (nvml.memory(devices[i], &m) == kNvmlSuccess) {
+        s.mem_used_bytes = m.used;
+        s.mem_total_bytes = m.total;
+      }
+      unsigned mw = 0;
+      if (nvml.power(devices[i], &mw) == kNvmlSuccess) s.power_w = mw / 1000.0;
+      NvmlProcessInfo procs[64];
+      unsigned n = 64;
+      if (nvml.processes(devices[i], &n, procs) == kNvmlSuccess) {
+        s.processes = static_cast<int>(n);
+        for (unsigned p = 0; p < n; ++p) s.process_mem_bytes += procs[p].used_gpu_memory;
+      }
+      batch.push_back(s);
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    samples.insert(samples.end(), batch.begin(), batch.end());
+  }
+
+  void run() {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stop) {
+      lock.unlock();
+      sample_all();
+      lock.lock();
+      stop_cv.wait_for(lock, period, [&] { return stop; });
+    }
+  }
+};
+
+GpuSampler::GpuSampler(std::chrono::milliseconds period) : impl_(std::make_unique<Impl>()) {
+  impl_->period = period;
+  impl_->why = impl_->nvml.load();
+  if (!impl_->why.empty()) return;
+  impl_->initialised = true;
+  unsigned count = 0;
+  if (impl_->nvml.device_count(&count) != kNvmlSuccess || count == 0) {
+    impl_->why = "NVML reports no GPU";
+    return;
+  }
+  char buf[256];
+  if (impl_->nvml.driver_version(buf, sizeof buf) == kNvmlSuccess) impl_->driver = buf;
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t d = nullptr;
+    if (impl_->nvml.handle_by_index(i, &d) != kNvmlSuccess) continue;
+    impl_->devices.push_back(d);
+    impl_->names.push_back(impl_->nvml.name(d, buf, sizeof buf) == kNvmlSuccess ? buf : "?");
+  }
+  if (impl_->devices.empty()) {
+    impl_->why = "NVML gave no device handle";
+    return;
+  }
+  impl_->thread = std::thread([this] { impl_->run(); });
+}
+
+GpuSampler::~GpuSampler() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stop = true;
+  }
+  impl_->stop_cv.notify_all();
+  if (impl_->thread.joinable()) impl_->thread.join();
+  if (impl_->initialised) impl_->nvml.shutdown();
+  // The library stays loaded: unloading NVML while its own threads may still wind down is not worth the risk.
+}
+
+bool GpuSampler::available() const { return impl_->why.empty(); }
+const std::string& GpuSampler::why_unavailable() const { return impl_->why; }
+
+nlohmann::json GpuSampler::describe() const {
+  if (!available()) return {{"available", false}, {"why", impl_->why}};
+  return {{"available", true}, {"source", "NVML (libnvidia-ml.so.1, loaded at run time)"},
+          {"driver", impl_->driver}, {"gpus", impl_->names}, {"period_ms", impl_->period.count()}};
+}
+
+std::vector<GpuSample> GpuSampler::samples(double from_unix_s, double to_unix_s) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<GpuSample> out;
+  for (const GpuSample& s : impl_->samples)
+    if (s.unix_s >= from_unix_s && s.unix_s < to_unix_s) out.push_back(s);
+  return out;
+}
+
+nlohmann::json GpuSampler::summary(double from_unix_s, double to_unix_s) const {
+  if (!available()) return describe();
+  struct Acc {
+    int n = 0;
+    double util = 0, mem_util = 0, clock = 0, power = 0;
+    unsigned util_max = 0;
+    uint64_t mem_max = 0, proc_mem_max = 0, mem_total = 0;
+    int processes_max = 0;
+  };
+  std::map<int, Acc> per_gpu;
+  for (const GpuSample& s : samples(from_unix_s, to_unix_s)) {
+    Acc& a = per_gpu[s.gpu];
+    ++a.n;
+    a.util += s.util_gpu_pct;
+    a.mem_util += s.util_mem_pct;
+    a.clock += s.sm_clock_mhz;
+    a.power += s.power_w;
+    a.util_max = std::max(a.util_max, s.util_gpu_pct);
+    a.mem_max = std::max(a.mem_max, s.mem_used_bytes);
+    a.proc_mem_max = std::max(a.proc_mem_max, s.process_mem_bytes);
+    a.mem_total = s.mem_total_bytes;
+    a.processes_max = std::max(a.processes_max, s.processes);
+  }
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& [gpu, a] : per_gpu) {
+    const double n = std::max(a.n, 1);
+    gpus.push_back({{"gpu", gpu}, {"samples", a.n}, {"util_gpu_pct_mean", a.util / n},
+                    {"util_gpu_pct_max", a.util_max}, {"util_mem_pct_mean", a.mem_util / n},
+                    {"sm_clock_mhz_mean", a.clock / n}, {"power_w_mean", a.power / n},
+                    {"mem_used_gib_max", a.mem_max / 1073741824.0}, {"mem_total_gib", a.mem_total / 1073741824.0},
+                    {"process_mem_gib_max", a.proc_mem_max / 1073741824.0}, {"processes_max", a.processes_max}});
+  }
+  return {{"available", true}, {"window_unix_s", {from_unix_s, to_unix_s}}, {"gpus", gpus}};
+}
+
+}  // namespace steno::bench
