@@ -34,7 +34,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,6 +42,7 @@
 
 #include "cuda_features.h"
 #include "cuda_tdt_decoder.h"
+#include "mix_workload.h"
 #include "steno/asr/model.h"
 #include "steno/asr/transcriber.h"
 #include "steno/audio/decode.h"
@@ -112,7 +112,7 @@ double encoder_flops(const asr::EncoderConfig& e, int64_t batch, int64_t feature
 // ---- audio ----------------------------------------------------------------------------------------------------
 
 constexpr int kRate = audio::kSampleRate;
-constexpr double kClipOffsetSeconds = 7.0;  // clip i starts i * 7 s into the speech stream
+constexpr double kClipOffsetSeconds = bench_workload::kClipOffsetSeconds;  // bench/mix_workload.h
 
 const std::vector<float>& speech_stream() {
   static const std::vector<float> stream = [] {
@@ -134,25 +134,16 @@ const std::vector<float>& speech_stream() {
 std::vector<float> clip(int64_t index, int64_t samples) {
   const auto& s = speech_stream();
   const auto size = static_cast<int64_t>(s.size());
-  const int64_t start = (index * static_cast<int64_t>(kClipOffsetSeconds * kRate)) % size;
+  const int64_t start = bench_workload::clip_start(index, size, kRate);
   std::vector<float> out(static_cast<size_t>(samples));
   for (int64_t k = 0; k < samples; ++k) out[k] = s[(start + k) % size];
   return out;
 }
 
-// The `mix` lengths in samples, sorted: 1,000 log-normal lengths around a 5.8 s median (sigma 0.7 gives the
-// protocol's mean of about 7.4 s), clipped to [1.3, 35] s, from a fixed seed.
+// The `mix` lengths in samples, sorted (bench/mix_workload.h draws them; serve_load --open-loop sends the same).
 const std::vector<int64_t>& mix_lengths() {
   static const std::vector<int64_t> lengths = [] {
-    std::mt19937_64 rng(20240501);
-    std::vector<int64_t> out;
-    for (int i = 0; i < 1000; ++i) {
-      // Box-Muller from two 53-bit uniforms (std::normal_distribution differs between standard libraries).
-      const double u1 = (static_cast<double>(rng() >> 11) + 1.0) * 0x1.0p-53, u2 = (rng() >> 11) * 0x1.0p-53;
-      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-      const double seconds = std::clamp(5.8 * std::exp(0.7 * z), 1.3, 35.0);
-      out.push_back(std::llround(seconds * kRate));
-    }
+    std::vector<int64_t> out = bench_workload::mix_lengths_as_drawn(kRate);
     std::sort(out.begin(), out.end());
     return out;
   }();

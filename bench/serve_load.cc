@@ -1,25 +1,38 @@
-// serve_load: load runs against a running `steno serve`, every answer checked. Three modes:
+// serve_load: load runs against a running `steno serve`, every answer checked. Four modes:
 //
 //   serve_load --port P [--host 127.0.0.1] [--requests 1000] [--testset DIR] [--timeout-s 300] [--warmup 2]
 //              [--grace-ms 1000] [--out FILE.json]
 //   serve_load --closed-loop --port P --clip FILE [--concurrency "1 4 8 16 20 24 32 64 100"] [--duration-s 30]
 //              [--warmup-s 5] [--sla-mean-ms 650] [--sla-p99-ms 1000] [--timeout-s 300] [--out FILE.json]
+//   serve_load --open-loop --port P [--workload mix] [--rates "1 2 5 10 20 50 100 200"] [--duration-s 30]
+//              [--warmup-s 5] [--sla-p99-ms 1000] [--sla-mean-ms MS] [--mix-clips 100] [--max-in-flight 2000]
+//              [--testset DIR] [--timeout-s 300] [--out FILE.json]
 //   serve_load --make-clip OUT.wav [--clip-seconds 45] [--testset DIR]
 //
 // The default mode: N concurrent OpenAI transcription requests, all in flight at once, one per connection, each
 //   answer checked against --testset's reference transcripts; the server's batch sizes from /metrics.
 // --closed-loop: the benchmark protocol's `seed` workload: for each c of --concurrency, c keep-alive connections
 //   re-sending --clip; latency, requests/s and the SLA per point, and the headline.
+// --open-loop: the benchmark protocol's `mix` workload: for each arrival rate of --rates, clips of the mix's lengths
+//   sent at Poisson arrival times whatever the answers; latency, requests/s and the SLO per point, and the headline.
 // --make-clip: the seed workload's clip, a WAV of --clip-seconds made from --testset's FLAC clips.
 // Each mode's header describes it in full: what it does, what its result holds, its exit status (0 only when every
 // request was answered right, 1 otherwise, 2 for bad usage). The files:
 //   serve_load.cc                  this one: the flags, the usage text, the result's opening fields
 //   serve_load_all_at_once.{h,cc}  the default mode
 //   serve_load_closed_loop.{h,cc}  --closed-loop
+//   serve_load_open_loop.{h,cc}    --open-loop (its clip lengths from mix_workload.h, shared with cuda_engine_bench)
 //   serve_load_make_clip.{h,cc}    --make-clip
-//   serve_load_http.{h,cc}         the multipart request, judging an answer, one request on a blocking socket
+//   serve_load_point.{h,cc}        a sweep point's event loop, shared by both loops: the measurement window (its
+//                                  /metrics scrapes) and the keep-alive connections' request cycle
+//   serve_load_results.{h,cc}      what both loops make of a point's requests: tallies, the SLA, per-request rows,
+//                                  the headline, the progress and closing lines, the result file
+//   serve_load_http.{h,cc}         the multipart request, judging an answer, one request on a blocking socket (a
+//                                  clip's reference among them)
 //   serve_load_metrics.{h,cc}      /metrics scraped, the increase of its counters over a run
-//   serve_load_common.{h,cc}       the options, number formatting, the descriptor limit, latency summaries
+//   serve_load_common.{h,cc}       the options, number formatting, durations and wall-clock time, the descriptor
+//                                  limit, latency summaries, the test clips' file list and WAV bytes
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -34,6 +47,7 @@
 #include "serve_load_closed_loop.h"
 #include "serve_load_common.h"
 #include "serve_load_make_clip.h"
+#include "serve_load_open_loop.h"
 
 namespace serve_load {
 
@@ -47,15 +61,21 @@ namespace {
                "       serve_load --closed-loop --port P --clip FILE [--host H] [--concurrency \"1 4 8 ...\"]\n"
                "                  [--duration-s 30] [--warmup-s 5] [--sla-mean-ms 650] [--sla-p99-ms 1000]\n"
                "                  [--timeout-s S] [--out FILE.json]\n"
+               "       serve_load --open-loop --port P [--host H] [--workload mix] [--rates \"1 2 5 ...\"]\n"
+               "                  [--duration-s 30] [--warmup-s 5] [--sla-p99-ms 1000] [--sla-mean-ms MS]\n"
+               "                  [--mix-clips 100] [--max-in-flight 2000] [--testset DIR] [--timeout-s S]\n"
+               "                  [--out FILE.json]\n"
                "       serve_load --make-clip OUT.wav [--clip-seconds 45] [--testset DIR]\n"
                "(the header of bench/serve_load.cc describes each mode)\n",
                why.c_str());
   std::exit(2);
 }
 
-// "1 4 8", "1,4,8" -> {1, 4, 8}; each >= 1.
-std::vector<int> parse_int_list(const std::string& text) {
-  std::vector<int> out;
+// The items of a list flag, split at spaces and commas, each read whole by `read` (std::stoi, std::stod) and kept
+// when `valid`; throws std::invalid_argument at a bad item, or when there is none.
+template <class Read, class Valid>
+auto parse_list(const std::string& text, Read read, Valid valid) {
+  std::vector<decltype(read(text, nullptr))> out;
   std::string item;
   std::istringstream in(text);
   while (in >> item) {
@@ -64,13 +84,26 @@ std::vector<int> parse_int_list(const std::string& text) {
     while (std::getline(parts, part, ',')) {
       if (part.empty()) continue;
       size_t used = 0;
-      const int v = std::stoi(part, &used);
-      if (used != part.size() || v < 1) throw std::invalid_argument(part);
+      const auto v = read(part, &used);
+      if (used != part.size() || !valid(v)) throw std::invalid_argument(part);
       out.push_back(v);
     }
   }
   if (out.empty()) throw std::invalid_argument(text);
   return out;
+}
+
+// "1 4 8", "1,4,8" -> {1, 4, 8}; each >= 1.
+std::vector<int> parse_int_list(const std::string& text) {
+  return parse_list(
+      text, [](const std::string& s, size_t* used) { return std::stoi(s, used); }, [](int v) { return v >= 1; });
+}
+
+// "1 2.5 10", "1,2.5,10" -> {1, 2.5, 10}; each > 0 and finite.
+std::vector<double> parse_rate_list(const std::string& text) {
+  return parse_list(
+      text, [](const std::string& s, size_t* used) { return std::stod(s, used); },
+      [](double v) { return v > 0 && std::isfinite(v); });
 }
 
 Options parse_args(int argc, char** argv) {
@@ -95,8 +128,16 @@ Options parse_args(int argc, char** argv) {
       else if (a == "--duration-s") o.duration_s = std::stod(value());
       else if (a == "--warmup-s") o.warmup_s = std::stod(value());
       else if (a == "--clip") o.clip = value();
-      else if (a == "--sla-mean-ms") o.sla_mean_ms = std::stod(value());
+      else if (a == "--sla-mean-ms") {
+        o.sla_mean_ms = std::stod(value());
+        o.sla_mean_given = true;  // the open loop bounds the mean only when asked to
+      }
       else if (a == "--sla-p99-ms") o.sla_p99_ms = std::stod(value());
+      else if (a == "--open-loop") o.open_loop = true;
+      else if (a == "--rates") o.rates = parse_rate_list(value());
+      else if (a == "--workload") o.workload = value();
+      else if (a == "--mix-clips") o.mix_clips = std::stoi(value());
+      else if (a == "--max-in-flight") o.max_in_flight = std::stoi(value());
       else if (a == "--make-clip") o.make_clip = value();
       else if (a == "--clip-seconds") o.clip_seconds = std::stod(value());
       else if (a == "-h" || a == "--help") usage("transcription requests against steno serve, each checked");
@@ -112,11 +153,17 @@ Options parse_args(int argc, char** argv) {
   if (o.port <= 0 || o.port > 65535) usage("--port is required (1..65535)");
   if (o.requests < 1) usage("--requests must be >= 1");
   if (o.timeout_s <= 0) usage("--timeout-s must be > 0");
-  if (o.closed_loop) {
-    if (o.clip.empty()) usage("--closed-loop needs --clip FILE");
+  if (o.closed_loop && o.open_loop) usage("--closed-loop and --open-loop exclude each other");
+  if (o.closed_loop && o.clip.empty()) usage("--closed-loop needs --clip FILE");
+  if (o.closed_loop || o.open_loop) {
     if (!(o.duration_s > 0)) usage("--duration-s must be > 0");
     if (!(o.warmup_s >= 0)) usage("--warmup-s must be >= 0");
     if (!(o.sla_mean_ms > 0) || !(o.sla_p99_ms > 0)) usage("--sla-mean-ms and --sla-p99-ms must be > 0");
+  }
+  if (o.open_loop) {
+    if (o.workload != "mix") usage("--workload: only \"mix\" is defined");
+    if (o.mix_clips < 1 || o.mix_clips > 1000) usage("--mix-clips must be in 1..1000 (the mix has 1,000 lengths)");
+    if (o.max_in_flight < 1) usage("--max-in-flight must be >= 1");
   }
   return o;
 }
@@ -143,6 +190,7 @@ int run(int argc, char** argv) {
   out["server"] = "http://" + o.host + ":" + std::to_string(o.port);
   out["endpoint"] = "POST /v1/audio/transcriptions (multipart, response_format=json)";
   if (o.closed_loop) return run_closed_loop(o, std::move(out));
+  if (o.open_loop) return run_open_loop(o, std::move(out));
   return run_all_at_once(o, std::move(out));
 }
 

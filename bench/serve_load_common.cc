@@ -16,6 +16,10 @@ namespace serve_load {
 
 namespace {
 
+void put_le(std::string& out, uint32_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
 double nearest_rank(std::vector<double> sorted, double p) {
   if (sorted.empty()) return 0;
   const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
@@ -30,12 +34,57 @@ std::string number(double v) {
   return s.str();
 }
 
+double round3(double v) { return std::round(v * 1000) / 1000; }
+
+Clock::duration seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
+
+double ms_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+std::vector<std::filesystem::path> flac_files(const std::string& dir) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == ".flac") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) throw std::runtime_error("no .flac files in " + dir);
+  return files;
+}
+
+std::string wav_pcm16(const std::vector<float>& samples, int sample_rate) {
+  const uint32_t data_bytes = static_cast<uint32_t>(samples.size() * 2);
+  std::string wav = "RIFF";
+  wav.reserve(44 + data_bytes);
+  put_le(wav, 36 + data_bytes, 4);
+  wav += "WAVEfmt ";
+  put_le(wav, 16, 4);               // fmt chunk size
+  put_le(wav, 1, 2);                // PCM
+  put_le(wav, 1, 2);                // mono
+  put_le(wav, sample_rate, 4);      // sample rate
+  put_le(wav, sample_rate * 2, 4);  // byte rate
+  put_le(wav, 2, 2);                // block align
+  put_le(wav, 16, 2);               // bits per sample
+  wav += "data";
+  put_le(wav, data_bytes, 4);
+  for (float s : samples) {
+    const long v = std::clamp(std::lround(static_cast<double>(s) * 32768.0), -32768L, 32767L);
+    put_le(wav, static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int16_t>(v))), 2);
+  }
+  return wav;
 }
 
 Json raise_nofile(int needed) {

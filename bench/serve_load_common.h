@@ -1,8 +1,10 @@
 // serve_load's shared ground: the flags' values (Options), the clock and JSON types, and the small helpers every mode
-// uses (number formatting, reading a file, the descriptor limit, latency summaries).
+// uses (number formatting, durations and wall-clock time, reading a file, the descriptor limit, latency summaries, the
+// test clips and WAV bytes).
 #pragma once
 
 #include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -33,6 +35,13 @@ struct Options {
   std::string clip;
   double sla_mean_ms = 650;
   double sla_p99_ms = 1000;
+  // --open-loop (also duration_s, warmup_s, sla_p99_ms; sla_mean_ms only when given)
+  bool open_loop = false;
+  std::vector<double> rates = {1, 2, 5, 10, 20, 50, 100, 200};  // requests/s
+  std::string workload = "mix";
+  int mix_clips = 100;  // distinct clips sent (each needs a reference request first)
+  int max_in_flight = 2000;
+  bool sla_mean_given = false;
   // --make-clip
   std::string make_clip;
   double clip_seconds = 45;
@@ -40,7 +49,21 @@ struct Options {
 
 std::string number(double v);  // le="16" rather than le="16.000000"
 
+double round3(double v);  // to 3 decimals (the per-request rows' times)
+
+Clock::duration seconds(double s);
+double ms_between(Clock::time_point from, Clock::time_point to);
+double unix_now();  // wall-clock seconds since the Unix epoch (to line up with GPU samples)
+
 std::string read_file(const std::string& path);
+
+// The .flac files of `dir` in name order (the test speech that --make-clip and --open-loop cut their clips from);
+// throws when there are none.
+std::vector<std::filesystem::path> flac_files(const std::string& dir);
+
+// A 16-bit PCM mono WAV file's bytes (44-byte RIFF header); samples in [-1, 1] scaled by 32768, as the decoder reads
+// them (the test clips are 16-bit FLAC, so their samples round-trip exactly).
+std::string wav_pcm16(const std::vector<float>& samples, int sample_rate);
 
 // Raises RLIMIT_NOFILE's soft limit to the hard one (one descriptor per connection), says so on stderr, warns when
 // even that is too low for `needed` connections; the limits before and after, as JSON.

@@ -77,4 +77,20 @@ bool connect_to(tcp::socket& socket, const tcp::endpoint& ep, std::string& error
   return !ec;
 }
 
+ReferenceText reference_text(tcp::socket& socket, const Request& request) {
+  ReferenceText t;
+  SyncResult r = sync_request(socket, request.head, request.body);
+  if (!r.ok) {
+    t.error = r.error;
+    return t;
+  }
+  t.status = r.response.result_int();
+  t.keep_alive = r.response.keep_alive();
+  const Verdict v = judge(r.response, "");  // any text is "wrong" against "": it is a 200 with JSON {"text"}
+  t.text = v.got;
+  t.answered = v.ok || v.wrong_text;
+  if (!t.answered) t.error = v.reason;
+  return t;
+}
+
 }  // namespace serve_load

@@ -1,5 +1,6 @@
 // The HTTP side of serve_load, shared by its load modes: building an OpenAI transcription request (multipart),
-// judging an answer against the expected text, and one request at a time on a blocking socket (warm-up, /metrics).
+// judging an answer against the expected text, and one request at a time on a blocking socket (warm-up, /metrics, a
+// clip's reference).
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -41,7 +42,7 @@ Verdict judge(const bhttp::response<bhttp::string_body>& r, const std::string& e
 // Where a request stands: not yet ended, or how it ended.
 enum class Result { kPending, kOk, kWrong, kFailed };
 
-// ---- synchronous requests (warm-up, /metrics) -----------------------------------------------------------------
+// ---- synchronous requests (warm-up, /metrics, references) -----------------------------------------------------------
 
 struct SyncResult {
   bool ok = false;
@@ -52,5 +53,17 @@ struct SyncResult {
 SyncResult sync_request(tcp::socket& socket, const std::string& head, const std::string& body);
 
 bool connect_to(tcp::socket& socket, const tcp::endpoint& ep, std::string& error);
+
+// A clip's reference: its request sent alone on a connected socket, and the answer's text whatever it says (there is
+// nothing to compare it with yet).
+struct ReferenceText {
+  bool answered = false;  // a 200 with JSON {"text"}
+  int status = 0;         // the answer's HTTP status; 0 without an answer
+  bool keep_alive = false;
+  std::string text;
+  std::string error;  // why it was not answered
+};
+
+ReferenceText reference_text(tcp::socket& socket, const Request& request);
 
 }  // namespace serve_load

@@ -18,40 +18,9 @@ namespace serve_load {
 
 namespace {
 
-std::vector<std::filesystem::path> flac_files(const std::string& dir) {
-  std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir))
-    if (entry.is_regular_file() && entry.path().extension() == ".flac") files.push_back(entry.path());
-  std::sort(files.begin(), files.end());
-  if (files.empty()) throw std::runtime_error("no .flac files in " + dir);
-  return files;
-}
-
-void put_le(std::string& out, uint32_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-// A 16-bit PCM mono WAV (44-byte RIFF header); samples in [-1, 1] scaled by 32768, as the decoder reads them.
-void write_wav_pcm16(const std::string& path, const std::vector<float>& samples, int sample_rate) {
-  const uint32_t data_bytes = static_cast<uint32_t>(samples.size() * 2);
-  std::string wav = "RIFF";
-  put_le(wav, 36 + data_bytes, 4);
-  wav += "WAVEfmt ";
-  put_le(wav, 16, 4);               // fmt chunk size
-  put_le(wav, 1, 2);                // PCM
-  put_le(wav, 1, 2);                // mono
-  put_le(wav, sample_rate, 4);      // sample rate
-  put_le(wav, sample_rate * 2, 4);  // byte rate
-  put_le(wav, 2, 2);                // block align
-  put_le(wav, 16, 2);               // bits per sample
-  wav += "data";
-  put_le(wav, data_bytes, 4);
-  for (float s : samples) {
-    const long v = std::clamp(std::lround(static_cast<double>(s) * 32768.0), -32768L, 32767L);
-    put_le(wav, static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int16_t>(v))), 2);
-  }
+void write_file(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary);
-  f.write(wav.data(), static_cast<std::streamsize>(wav.size()));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!f) throw std::runtime_error("cannot write " + path);
 }
 
@@ -71,7 +40,7 @@ int run_make_clip(const Options& o) {
     sources.push_back({{"file", file.filename().string()}, {"seconds", audio.duration_s()},
                        {"used_seconds", static_cast<double>(take) / steno::audio::kSampleRate}});
   }
-  write_wav_pcm16(o.make_clip, samples, steno::audio::kSampleRate);
+  write_file(o.make_clip, wav_pcm16(samples, steno::audio::kSampleRate));
   const Json made = {{"clip", o.make_clip},
                      {"format", "WAV, 16-bit PCM, mono, 16 kHz"},
                      {"samples", samples.size()},

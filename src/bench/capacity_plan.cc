@@ -15,7 +15,8 @@ bool meets_slo(const LoadPoint& p, const SloBounds& slo) {
 }
 
 SloSearch search_slo(std::vector<LoadPoint> points, const SloBounds& slo) {
-  std::stable_sort(points.begin(), points.end(), [](const LoadPoint& a, const LoadPoint& b) { return a.load < b.load; });
+  std::stable_sort(points.begin(), points.end(),
+                   [](const LoadPoint& a, const LoadPoint& b) { return a.load < b.load; });
   SloSearch out;
   size_t last = points.size();
   for (size_t i = 0; i < points.size(); ++i) {
@@ -49,12 +50,14 @@ std::vector<LoadPoint> load_points_from_result(const nlohmann::json& result) {
   if (result.contains("sweep") && result.at("sweep").is_object()) sweep = &result.at("sweep");
   if (!sweep->contains("points") || !sweep->at("points").is_array())
     fail(ErrorCode::kInvalidArgument,
-         "result file: no 'points' array (expected a closed-loop sweep: bench/seed_load.sh or serve_load "
-         "--closed-loop)");
+         "result file: no 'points' array (expected a load sweep: bench/seed_load.sh, bench/mix_load.sh or "
+         "serve_load --closed-loop / --open-loop)");
   std::vector<LoadPoint> out;
   for (const auto& p : sweep->at("points")) {
     LoadPoint lp;
-    lp.load = number_at(p, "concurrency", "a point");
+    // The load: the concurrency of a closed loop, or the arrival rate of an open loop (serve_load --open-loop).
+    lp.load = p.contains("concurrency") ? number_at(p, "concurrency", "a point")
+                                        : number_at(p, "rate_per_s", "a point");
     lp.requests_per_s = number_at(p, "requests_per_s", "a point");
     lp.audio_seconds_per_s = p.contains("audio_seconds_per_s") ? number_at(p, "audio_seconds_per_s", "a point") : 0;
     lp.ok = static_cast<int64_t>(number_at(p, "ok", "a point"));
@@ -72,7 +75,8 @@ std::vector<LoadPoint> load_points_from_result(const nlohmann::json& result) {
 
 Plan plan_fleet(const PlanInput& in) {
   auto positive = [](double v, const char* flag) {
-    if (!(v > 0) || !std::isfinite(v)) fail(ErrorCode::kInvalidArgument, "{} must be a positive number, got {}", flag, v);
+    if (!(v > 0) || !std::isfinite(v))
+      fail(ErrorCode::kInvalidArgument, "{} must be a positive number, got {}", flag, v);
   };
   if (in.peak_requests_per_s.has_value() == in.items_per_week.has_value())
     fail(ErrorCode::kInvalidArgument, "give the traffic either as --peak-rps or as --per-week, not both or neither");

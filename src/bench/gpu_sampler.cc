@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -223,6 +224,24 @@ nlohmann::json GpuSampler::summary(double from_unix_s, double to_unix_s) const {
                     {"process_mem_gib_max", a.proc_mem_max / 1073741824.0}, {"processes_max", a.processes_max}});
   }
   return {{"available", true}, {"window_unix_s", {from_unix_s, to_unix_s}}, {"gpus", gpus}};
+}
+
+nlohmann::json GpuSampler::timeline(double from_unix_s, size_t max_points) const {
+  if (!available()) return nullptr;
+  std::map<int, std::vector<GpuSample>> per_gpu;
+  for (const GpuSample& s : samples(from_unix_s, 1e300)) per_gpu[s.gpu].push_back(s);
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& [gpu, list] : per_gpu) {
+    const size_t step = std::max<size_t>(1, (list.size() + max_points - 1) / std::max<size_t>(max_points, 1));
+    nlohmann::json t = nlohmann::json::array(), util = nlohmann::json::array(), mem = nlohmann::json::array();
+    for (size_t i = 0; i < list.size(); i += step) {
+      t.push_back(std::round((list[i].unix_s - from_unix_s) * 1000) / 1000);
+      util.push_back(list[i].util_gpu_pct);
+      mem.push_back(std::round(list[i].mem_used_bytes / 1073741824.0 * 1000) / 1000);
+    }
+    gpus.push_back({{"gpu", gpu}, {"t_s", t}, {"util_pct", util}, {"mem_gib", mem}});
+  }
+  return {{"t0_unix_s", from_unix_s}, {"gpus", gpus}};
 }
 
 }  // namespace steno::bench

@@ -68,6 +68,10 @@ TEST(SloSearch, ReadsSeedLoadAndServeLoadResults) {
     ASSERT_TRUE(s.best);
     EXPECT_EQ(s.best->requests_per_s, 7);
   }
+  // An open loop's points carry their arrival rate instead of a concurrency.
+  const nlohmann::json open = {{"points", {{{"rate_per_s", 20}, {"requests_per_s", 19.5}, {"ok", 585}, {"wrong", 0},
+                                            {"failed", 0}, {"latency_ms", {{"mean", 300}, {"p99", 800}}}}}}};
+  EXPECT_EQ(load_points_from_result(open).at(0).load, 20);
   EXPECT_THROW(load_points_from_result(nlohmann::json{{"load_run", {}}}), Error);  // the all-at-once mode's file
   EXPECT_THROW(load_points_from_result(nlohmann::json{{"points", {{{"concurrency", 1}}}}}), Error);
 }

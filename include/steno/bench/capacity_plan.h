@@ -42,8 +42,9 @@ struct SloSearch {
 // SLO above its last meeting point (the capacity may be higher than measured).
 SloSearch search_slo(std::vector<LoadPoint> points, const SloBounds& slo);
 
-// The points of a closed-loop result file: seed_load.sh's (the sweep under "sweep") or serve_load --closed-loop's
-// own (top level). kInvalidArgument naming what is missing for anything else.
+// The points of a sweep's result file: seed_load.sh's or mix_load.sh's (the sweep under "sweep") or serve_load's
+// own (top level); the load is the concurrency (closed loop) or the arrival rate (open loop). kInvalidArgument
+// naming what is missing for anything else.
 std::vector<LoadPoint> load_points_from_result(const nlohmann::json& result);
 
 // What the fleet must carry, and what one GPU carries at the SLO.

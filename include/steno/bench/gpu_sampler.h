@@ -43,6 +43,9 @@ class GpuSampler {
   // Per GPU over [from, to): sample count, mean and max utilization, mean SM clock, max memory used (device and
   // processes), mean power; {"available": false, ...} without NVML.
   nlohmann::json summary(double from_unix_s, double to_unix_s) const;
+  // The samples since from_unix_s as a time series per GPU, for plots: {"t0_unix_s", "gpus": [{"gpu", "t_s",
+  // "util_pct", "mem_gib"}]}, every k-th sample so that no GPU has more than max_points; null without NVML.
+  nlohmann::json timeline(double from_unix_s, size_t max_points = 4000) const;
 
  private:
   struct Impl;
