@@ -21,6 +21,8 @@ packages=(
   sox flac opus-tools vorbis-tools lame espeak-ng
   # HTTP server tests drive the real server with curl
   curl
+  # benchmark reports draw their plots with gnuplot (steno bench report)
+  gnuplot-nox
 )
 
 if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi

@@ -13,6 +13,7 @@ Run add_transcribe_command(CLI::App& app);
 Run add_model_command(CLI::App& app);
 Run add_serve_command(CLI::App& app);
 Run add_plan_command(CLI::App& app);
+Run add_bench_command(CLI::App& app);
 
 // The model used when --model is not given: $STENO_MODEL, else the bundled model beside the binary or in the
 // source tree. Throws kNotFound with advice when there is none.

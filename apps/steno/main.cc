@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   const steno::cli::Run model = steno::cli::add_model_command(app);
   const steno::cli::Run serve = steno::cli::add_serve_command(app);
   const steno::cli::Run plan = steno::cli::add_plan_command(app);
+  const steno::cli::Run bench = steno::cli::add_bench_command(app);
 
   CLI11_PARSE(app, argc, argv);
   steno::init_logging(log_level);
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("model")) return model();
     if (app.got_subcommand("serve")) return serve();
     if (app.got_subcommand("plan")) return plan();
+    if (app.got_subcommand("bench")) return bench();
   } catch (const steno::Error& e) {
     std::fprintf(stderr, "steno: %s\n", e.what());
     return e.code() == steno::ErrorCode::kInternal ? 70 : 1;

@@ -1,0 +1,74 @@
+// The benchmark chain end to end on the CPU (issue 6's CI item): bench/sweep.sh runs two arms of the seed
+// workload against real `steno serve` processes (bundled model), then `steno bench report` writes the report and
+// its plots. Checks that every result file is a valid sweep, that the report's headline per arm is the SLO search
+// over that arm's points, and that the plots are real SVG drawn by gnuplot.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "steno/bench/capacity_plan.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(SweepReport, TwoArmsOnTheCpuGiveResultsAndAReportWithPlots) {
+  const fs::path out = fs::temp_directory_path() / ("steno_sweep_test_" + std::to_string(getpid()));
+  fs::remove_all(out);
+  const std::string cmd = std::string(STENO_SOURCE_DIR) + "/bench/sweep.sh --out-dir " + out.string() +
+                          " --steno " + STENO_BINARY + " --serve-load " + SERVE_LOAD +
+                          " --arm 'single: --lanes 1 --max-batch 1'"
+                          " --arm 'batch: --lanes 1 --max-batch 8 --max-queue-delay-ms 20'"
+                          " --concurrency '1 2' --duration-s 2 --warmup-s 1 2>&1";
+  std::string log;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) log.append(buf, n);
+  const int status = pclose(p);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
+
+  const std::string report = slurp(out / "report.md");
+  for (const char* arm : {"single", "batch"}) {
+    SCOPED_TRACE(arm);
+    const nlohmann::json result = nlohmann::json::parse(slurp(out / (std::string(arm) + ".json")));
+    const auto points = steno::bench::load_points_from_result(result);
+    ASSERT_EQ(points.size(), 2u);
+    for (const auto& pt : points) EXPECT_EQ(pt.errors, 0);
+    const auto search = steno::bench::search_slo(points, {});
+    ASSERT_TRUE(search.best);  // 45 s clips at c <= 2 on the bundled model are far inside the SLO
+    const std::string row = "| " + std::string(arm) + " | `" + (out / (std::string(arm) + ".json")).string() + "` |";
+    const auto at = report.find(row);
+    ASSERT_NE(at, std::string::npos) << report;
+    const std::string line = report.substr(at, report.find('\n', at) - at);
+    char best[64];
+    std::snprintf(best, sizeof best, "**%.4g**", search.best->requests_per_s);
+    EXPECT_NE(line.find(best), std::string::npos) << line;
+  }
+  EXPECT_NE(report.find("No GPU plot"), std::string::npos) << report;  // the CPU machine has no NVML
+  for (const char* svg : {"latency.svg", "batch_sizes.svg"}) {
+    const std::string text = slurp(out / svg);
+    EXPECT_EQ(text.rfind("<?xml", 0), 0u) << svg;
+    EXPECT_NE(text.find("<svg"), std::string::npos) << svg;
+    EXPECT_NE(text.find("</svg>"), std::string::npos) << svg;
+    EXPECT_NE(report.find(std::string("](") + svg + ")"), std::string::npos) << svg << " not in the report";
+  }
+  fs::remove_all(out);
+}
+
+}  // namespace
