@@ -96,10 +96,14 @@ void decode_and_submit(const std::shared_ptr<GrpcContext>& ctx, const std::share
       return;
     }
     const auto t0 = Clock::now();
+    bool recorded = false;
     state->finish(Status::OK, [&] {
       fill_infer_response(model, client_id, make_outputs(response.transcript, outputs), state->response);
+      // Counted before the reply leaves, as over HTTP: a client holding its answer finds it in the statistics.
+      ctx->stats->record_answer(model, response, received, input_ms, ms_since(t0));
+      recorded = true;
     });
-    ctx->stats->record_answer(model, response, received, input_ms, ms_since(t0));
+    if (!recorded) ctx->stats->record_answer(model, response, received, input_ms, ms_since(t0));
   };
   ctx->service.submit(std::move(req));
 }
