@@ -1,24 +1,17 @@
 // `steno plan` as a user runs it: the arithmetic printed, the GPU count, a result file's SLO search, clear errors.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "../cli_util.h"
+
 namespace {
 
+// `steno plan ARGS`, stderr joined to stdout.
 std::string run(const std::string& args, int* exit_code) {
-  std::string out;
-  FILE* p = popen((std::string(STENO_BINARY) + " plan " + args + " 2>&1").c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  return steno::testing::run(std::string(STENO_BINARY) + " plan " + args, exit_code);
 }
 
 TEST(PlanCli, CaseStudyVolumePrintsTheArithmetic) {

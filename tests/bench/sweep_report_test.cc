@@ -3,28 +3,21 @@
 // its plots. Checks that every result file is a valid sweep, that the report's headline per arm is the SLO search
 // over that arm's points, and that the plots are real SVG drawn by gnuplot.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
+#include "../cli_util.h"
 #include "steno/bench/capacity_plan.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using steno::testing::slurp;
 
 TEST(SweepReport, TwoArmsOnTheCpuGiveResultsAndAReportWithPlots) {
   const fs::path out = fs::temp_directory_path() / ("steno_sweep_test_" + std::to_string(getpid()));
@@ -33,15 +26,10 @@ TEST(SweepReport, TwoArmsOnTheCpuGiveResultsAndAReportWithPlots) {
                           " --steno " + STENO_BINARY + " --serve-load " + SERVE_LOAD +
                           " --arm 'single: --lanes 1 --max-batch 1'"
                           " --arm 'batch: --lanes 1 --max-batch 8 --max-queue-delay-ms 20'"
-                          " --concurrency '1 2' --duration-s 2 --warmup-s 1 2>&1";
-  std::string log;
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) log.append(buf, n);
-  const int status = pclose(p);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << log;
+                          " --concurrency '1 2' --duration-s 2 --warmup-s 1";
+  int exit_code = -1;
+  const std::string log = steno::testing::run(cmd, &exit_code);
+  ASSERT_EQ(exit_code, 0) << log;
 
   const std::string report = slurp(out / "report.md");
   for (const char* arm : {"single", "batch"}) {

@@ -24,8 +24,8 @@ struct ConvGeom {
   int stride_h, stride_w, pad_h, pad_w;
 };
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = int64_t{1} << 20;  // grid-stride beyond this many blocks
+// Blocks of kThreads (launch_common.cuh); the direct kernels cap their grid much higher than the shared kMaxBlocks.
+constexpr int64_t kConvMaxBlocks = int64_t{1} << 20;  // grid-stride beyond this many blocks
 
 // ---- direct conv2d: Cin/groups == 1 ----
 
@@ -167,8 +167,8 @@ __global__ void __launch_bounds__(kThreads)
     y[idx] = bias[(idx / cols) % channels];
 }
 
-unsigned grid_for(int64_t total) {
-  return static_cast<unsigned>(std::min<int64_t>(kMaxBlocks, (total + kThreads - 1) / kThreads));
+unsigned conv_grid(int64_t total) {
+  return static_cast<unsigned>(std::min<int64_t>(kConvMaxBlocks, (total + kThreads - 1) / kThreads));
 }
 
 }  // namespace
@@ -184,7 +184,7 @@ void launch_conv2d(Dt dt, const void* x, const void* w, const void* bias, void* 
     const T* bp = static_cast<const T*>(bias);
     T* yp = static_cast<T*>(y);
     if (cin == groups) {  // one input channel per output channel
-      conv2d_direct_kernel<T><<<grid_for(batch * cout * ho * wo), kThreads, 0, stream>>>(g, xp, wp, bp, yp);
+      conv2d_direct_kernel<T><<<conv_grid(batch * cout * ho * wo), kThreads, 0, stream>>>(g, xp, wp, bp, yp);
       return;
     }
     const int64_t m_n = cout / groups, n_n = ho * wo;
@@ -204,7 +204,7 @@ void launch_fill_channel_bias(Dt dt, const void* bias, void* y, int64_t rows, in
   if (rows * cols == 0) return;
   dispatch_dt(dt, [&](auto tag) {
     using T = decltype(tag);
-    fill_channel_bias_kernel<T><<<grid_for(rows * cols), kThreads, 0, stream>>>(
+    fill_channel_bias_kernel<T><<<conv_grid(rows * cols), kThreads, 0, stream>>>(
         static_cast<const T*>(bias), static_cast<T*>(y), rows, cols, channels);
   });
 }
@@ -214,7 +214,7 @@ void launch_depthwise_conv1d(Dt dt, const void* x, const void* w, const void* bi
                              cudaStream_t stream) {
   dispatch_dt(dt, [&](auto tag) {
     using T = decltype(tag);
-    depthwise_conv1d_kernel<T><<<grid_for(batch * out_steps * channels), kThreads, 0, stream>>>(
+    depthwise_conv1d_kernel<T><<<conv_grid(batch * out_steps * channels), kThreads, 0, stream>>>(
         static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<T*>(y), batch,
         steps, channels, k, out_steps, pad_left);
   });

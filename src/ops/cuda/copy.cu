@@ -8,11 +8,6 @@
 namespace steno::ops::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096;  // grid-stride loops beyond this
-
-unsigned grid_for(int64_t n) { return static_cast<unsigned>(std::min<int64_t>(blocks_for(n, kThreads), kMaxBlocks)); }
-
 // Through f32, which holds every f16 and bf16 value exactly, so each conversion rounds once (to nearest even,
 // from_f32's _rn intrinsics), exactly as the host's Tensor::to.
 template <typename S, typename D>

@@ -9,12 +9,6 @@
 namespace steno::ops::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-// Enough blocks to fill an H200 (132 SMs x 8 blocks of 256) several times; grid-stride loops cover the rest.
-constexpr int64_t kMaxBlocks = 4096;
-
-unsigned grid_for(int64_t n) { return static_cast<unsigned>(std::min<int64_t>(blocks_for(n, kThreads), kMaxBlocks)); }
-
 // y = a + alpha * b. y may alias a or b: every element is read and written by one thread.
 template <typename T>
 __global__ void add_kernel(const T* a, const T* b, float alpha, T* y, int64_t n, bool vec) {

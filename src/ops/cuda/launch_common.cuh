@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <algorithm>
 #include <cstdint>
 #include <cuda_fp16.h>
 
@@ -46,6 +47,19 @@ __device__ __forceinline__ int64_t thread_stride() { return int64_t(gridDim.x) *
 
 inline unsigned blocks_for(int64_t n, int threads) {
   return static_cast<unsigned>((n + threads - 1) / threads);
+}
+
+// The launch shape of the grid-stride kernels (activation, copy, elementwise, lstm, norm): blocks of kThreads,
+// at most kMaxBlocks of them (enough to fill an H200, 132 SMs x 8 blocks of 256, several times); past that each
+// thread loops over several elements.
+inline constexpr int kThreads = 256;
+inline constexpr int64_t kMaxBlocks = 4096;
+// Rows up to this length take one warp each (softmax, layer norm); longer rows take a block of kThreads.
+inline constexpr int64_t kWarpRowMax = 1024;
+
+// Blocks for n work items of per_block each, capped at kMaxBlocks.
+inline unsigned grid_for(int64_t n, int per_block = kThreads) {
+  return static_cast<unsigned>(std::min<int64_t>(blocks_for(n, per_block), kMaxBlocks));
 }
 
 }  // namespace steno::ops::cuda

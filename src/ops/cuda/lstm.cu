@@ -8,8 +8,6 @@
 namespace steno::ops::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096;  // grid-stride loops beyond this
 
 __device__ __forceinline__ float sigmoid(float v) { return 1.0f / (1.0f + expf(-v)); }
 
@@ -46,7 +44,7 @@ void launch_lstm_gates(Dt dt, const void* z, const void* b_ih, const void* b_hh,
                        void* h_out, int64_t batch, int64_t hid, cudaStream_t stream) {
   const int64_t n = batch * hid;
   if (n == 0) return;
-  const auto blocks = static_cast<unsigned>(std::min<int64_t>(blocks_for(n, kThreads), kMaxBlocks));
+  const unsigned blocks = grid_for(n);
   dispatch_dt(dt, [&](auto tag) {
     using T = decltype(tag);
     lstm_gates_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(z), static_cast<const T*>(b_ih),

@@ -9,14 +9,6 @@
 namespace steno::ops::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096;  // grid-stride loops beyond this
-// Rows up to this length take one warp each; longer rows take a block of kThreads.
-constexpr int64_t kWarpRowMax = 1024;
-
-unsigned grid_for(int64_t n, int per_block = kThreads) {
-  return static_cast<unsigned>(std::min<int64_t>(blocks_for(n, per_block), kMaxBlocks));
-}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

@@ -16,7 +16,7 @@
 #include <regex>
 #include <thread>
 
-#include "cli_util.h"
+#include "../../cli_util.h"
 #include "grpc_test_util.h"
 
 namespace steno::testing {

@@ -12,7 +12,7 @@
 #include <regex>
 #include <thread>
 
-#include "cli_util.h"
+#include "../../cli_util.h"
 #include "test_client.h"
 #include "test_server.h"
 

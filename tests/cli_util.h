@@ -1,4 +1,5 @@
-// Helpers for tests that run the `steno` binary as a process (serve_cli_test of the HTTP and gRPC front ends).
+// Helpers for tests that run a program as a process (the serve_cli tests of the HTTP and gRPC front ends,
+// `steno plan`, the benchmark sweep).
 #pragma once
 
 #include <sys/wait.h>
