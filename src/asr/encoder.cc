@@ -291,6 +291,16 @@ EncoderOutput ConformerEncoder::forward(ops::Context& ctx, const Tensor& feature
   if (keep_layer_outputs) out.pre_encode = ops::clone(ctx, x);
   if (config_.xscaling) ops::scale(ctx, x, std::sqrt(static_cast<float>(config_.d_model)));
 
+  // On CUDA the layers run on frames padded to a multiple of 8 (zeros past every item's length, as batch padding
+  // is): cuBLASLt's Hopper GEMM kernels need every extent a multiple of 16 bytes, and an odd frame count sent
+  // the attention products and, at batch 1, every linear to its slow pre-Hopper kernels. The padding is masked
+  // like any batch padding, so valid frames come out the same; the output is trimmed back.
+  const int64_t frames = x.dim(1);
+  if (!ctx.device().is_cpu() && frames % 8 != 0) {
+    Tensor padded = ctx.scratch({x.dim(0), (frames + 7) / 8 * 8, x.dim(2)}, x.dtype());
+    ops::copy_frames(ctx, x, padded);
+    x = padded;
+  }
   const int64_t t = x.dim(1);
   const auto& win = window_;
   const int64_t max_rel = (win.left < 0 || win.right < 0) ? std::max<int64_t>(t - 1, 0)
@@ -299,6 +309,11 @@ EncoderOutput ConformerEncoder::forward(ops::Context& ctx, const Tensor& feature
   for (const auto& layer : layers_) {
     run_layer(ctx, layer, x, pos, out.lengths);
     if (keep_layer_outputs) out.layer_outputs.push_back(ops::clone(ctx, x));
+  }
+  if (t != frames) {
+    Tensor trimmed = ctx.scratch({x.dim(0), frames, x.dim(2)}, x.dtype());
+    ops::copy_frames(ctx, x, trimmed);
+    x = trimmed;
   }
   out.encoded = x;
   return out;

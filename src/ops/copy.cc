@@ -115,6 +115,27 @@ void fill_zero(Context& ctx, Tensor& t) {
   steno::cuda::memset_async(t.raw(), 0, t.nbytes(), ctx.stream());
 }
 
+void copy_frames(Context& ctx, const Tensor& src, Tensor& dst) {
+  detail::check_tensor("copy_frames", "src", src, ctx);
+  detail::check_tensor("copy_frames", "dst", dst, ctx);
+  STENO_CHECK(src.rank() == 3 && dst.rank() == 3 && src.dim(0) == dst.dim(0) && src.dim(2) == dst.dim(2) &&
+                  src.dtype() == dst.dtype(),
+              "copy_frames: src {} and dst {} must be [B, T, D] and [B, T', D] of one dtype", src.str(), dst.str());
+  STENO_CHECK(dst.numel() == 0 || src.raw() != dst.raw(), "copy_frames: dst must not alias src");
+  const int64_t frame = src.dim(2) * static_cast<int64_t>(dtype_size(src.dtype()));
+  const int64_t src_row = src.dim(1) * frame, dst_row = dst.dim(1) * frame, kept = std::min(src_row, dst_row);
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL("copy_frames", cuda::copy_frames(ctx, src.raw(), src_row, dst.raw(), dst_row, kept, src.dim(0)));
+    return;
+  }
+  const auto* s = static_cast<const uint8_t*>(src.raw());
+  auto* d = static_cast<uint8_t*>(dst.raw());
+  for (int64_t b = 0; b < src.dim(0); ++b) {
+    std::memcpy(d + b * dst_row, s + b * src_row, static_cast<size_t>(kept));
+    std::memset(d + b * dst_row + kept, 0, static_cast<size_t>(dst_row - kept));
+  }
+}
+
 void merge_channels(Context& ctx, const Tensor& x, Tensor& y) {
   detail::check_tensor("merge_channels", "x", x, ctx);
   detail::check_tensor("merge_channels", "y", y, ctx);

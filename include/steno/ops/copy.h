@@ -29,6 +29,11 @@ Tensor place(Context& ctx, const Tensor& src, DType dtype, Allocator& alloc);
 // Every element of t becomes zero (any dtype).
 void fill_zero(Context& ctx, Tensor& t);
 
+// dst [B, T', D] = src [B, T, D] along the time axis: the first min(T, T') frames of each item copied, the rest
+// of dst zero. Same dtype, both on ctx's device. How the CUDA encoder pads its frames to a multiple of 8 (and
+// trims them again): cuBLASLt's fast Hopper kernels want every GEMM extent a multiple of 16 bytes.
+void copy_frames(Context& ctx, const Tensor& src, Tensor& dst);
+
 // The subsampling's flattening: x [B, C, T, F] -> y [B, T, C*F], y[b, t, c*F + f] = x[b, c, t, f].
 void merge_channels(Context& ctx, const Tensor& x, Tensor& y);
 

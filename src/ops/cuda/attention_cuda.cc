@@ -1,7 +1,21 @@
-// rel_pos_attention on CUDA: the host half of attention.cu's fused kernel (dtype and size checks, lengths upload).
+// rel_pos_attention on CUDA, two ways to the same maths (include/steno/ops/attention.h):
+//
+// - The GEMM path, when the score matrices of at least one batch item fit the score budget (1 GiB): q·kᵀ and q·posᵀ as
+//   strided-batched cuBLASLt products with f32 outputs, the bias terms u·k_j and v·pos_r and the masked,
+//   rel-shifted softmax in attention_scores.cu, then P·v on cuBLASLt again. Batch items go through in chunks that
+//   keep the f32 scores within the budget. This is where the time goes at serving shapes (up to a few thousand
+//   frames): the products run on cuBLASLt's Hopper kernels, and the softmax is one pass over memory.
+// - The fused kernel (attention.cu): flash-attention style, O(T·w) for a window and no [T, T] matrix, for inputs
+//   too long for the budget (tens of minutes) and for banded attention, whose window the GEMM path would compute
+//   in full.
+// Both keep the scores in f32 until the softmax (the GEMM path's f16/bf16 products accumulate and store in f32),
+// and both mask as the CPU kernel does.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 
 #include "check.h"
 #include "kernels.h"
@@ -12,6 +26,123 @@
 
 namespace steno::ops::cuda {
 
+namespace {
+
+// The f32 score scratch one call may hold (per context: a serving lane keeps it in its memory pool).
+// $STENO_ATTENTION_SCORE_BUDGET_MB overrides the default (0: always the fused kernel).
+int64_t default_score_budget() {
+  if (const char* mb = std::getenv("STENO_ATTENTION_SCORE_BUDGET_MB"); mb != nullptr && *mb != '\0')
+    return std::max<int64_t>(0, std::atoll(mb)) << 20;
+  return int64_t{1} << 30;
+}
+std::atomic<int64_t> score_budget_bytes{default_score_budget()};
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Row strides (elements) of the score matrices: 32-byte rows, so every product's operands stay aligned.
+struct ScoreShape {
+  int64_t steps, heads, ld_ac, ld_bd, n_pos;
+  explicit ScoreShape(int64_t t, int64_t h)
+      : steps(t), heads(h), ld_ac(round_up(t, 8)), ld_bd(round_up(2 * t - 1, 8)), n_pos(2 * t - 1) {}
+  int64_t bytes_per_item() const { return heads * steps * (ld_ac + ld_bd + 1) * 4; }
+  // An odd T still runs, on cuBLASLt's slower kernels for unaligned extents; the CUDA encoder pads T to 8.
+};
+
+// The batch items per chunk of the GEMM path, or 0 when it does not apply.
+int64_t gemm_path_chunk(const ScoreShape& s, int64_t batch, AttentionWindow window) {
+  if (window.left >= 0 || window.right >= 0) return 0;  // banded: the fused kernel is O(T·w)
+  if (s.steps > rel_pos_softmax_max_steps()) return 0;
+  const int64_t budget = score_budget_bytes.load(std::memory_order_relaxed), per_item = s.bytes_per_item();
+  if (per_item > budget) return 0;
+  return std::min(batch, budget / per_item);
+}
+
+int64_t elem_bytes(const Tensor& t) { return static_cast<int64_t>(dtype_size(t.dtype())); }
+
+// One chunk of nb batch items starting at b0: products into ac/bd, softmax, P·v into out.
+void attention_chunk(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos_used,
+                     const Tensor& pos_bias_u, const Tensor& pos_bias_v, const int32_t* lengths, Tensor& out,
+                     const ScoreShape& s, int64_t b0, int64_t nb, Tensor& ac, Tensor& bd, Tensor& bias_terms) {
+  const Dt dt = dt_of(q);
+  const int64_t T = s.steps, H = s.heads, dk = pos_bias_u.dim(1), W = H * dk, eb = elem_bytes(q);
+  const auto at = [&](const Tensor& x, int64_t elements) {
+    return static_cast<const char*>(x.raw()) + elements * eb;
+  };
+  const char* qc = at(q, b0 * T * W);
+  const char* kc = at(k, b0 * T * W);
+  const char* vc = at(v, b0 * T * W);
+  char* oc = static_cast<char*>(out.raw()) + b0 * T * W * eb;
+  const char* pos0 = static_cast<const char*>(pos_used.raw());  // row c: offset T-1-c; zero rows past 2T-1
+  float* ac_p = ac.data<float>();
+  float* bd_p = bd.data<float>();
+  float* uk = bias_terms.data<float>();
+  float* vp = uk + H * nb * T;
+  const cudaStream_t stream = stream_of(ctx);
+
+  launch_rel_pos_bias_dots(dt, kc, pos0, pos_bias_u.raw(), pos_bias_v.raw(), uk, vp, nb, T, H, dk, stream);
+  check_launch("rel_pos_attention (bias terms)");
+
+  // ac[h][bb] = q_bb,h · k_bb,hᵀ: one batched product per item over the heads, or per head over the items,
+  // whichever makes fewer calls.
+  if (nb <= H) {
+    for (int64_t bb = 0; bb < nb; ++bb)
+      gemm_batched_dt(ctx, dt, true, false, true, T, T, dk, {qc + bb * T * W * eb, W, dk}, {kc + bb * T * W * eb, W, dk},
+                      {ac_p + bb * T * s.ld_ac, s.ld_ac, nb * T * s.ld_ac}, static_cast<int32_t>(H));
+  } else {
+    for (int64_t h = 0; h < H; ++h)
+      gemm_batched_dt(ctx, dt, true, false, true, T, T, dk, {qc + h * dk * eb, W, T * W}, {kc + h * dk * eb, W, T * W},
+                      {ac_p + h * nb * T * s.ld_ac, s.ld_ac, T * s.ld_ac}, static_cast<int32_t>(nb));
+  }
+  // bd[h] = q_h · pos_hᵀ for every row of the chunk at once (the rows of q are the chunk's nb*T frames), over
+  // ld_bd columns (the zero pos rows past 2T-1 keep the extent a multiple of 8).
+  gemm_batched_dt(ctx, dt, true, false, true, nb * T, s.ld_bd, dk, {qc, W, dk}, {pos0, W, dk},
+                  {bd_p, s.ld_bd, nb * T * s.ld_bd}, static_cast<int32_t>(H));
+
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dk));  // as the CPU kernel rounds it
+  launch_rel_pos_softmax(dt, {ac_p, bd_p, uk, vp, lengths + b0, H, nb, T, s.ld_ac, s.ld_bd, -1, -1, scale}, stream);
+  check_launch("rel_pos_attention (softmax)");
+
+  // out_bb,h = P_bb,h · v_bb,h, P in the storage type over ac's bytes (row stride ld_p elements).
+  const int64_t ld_p = s.ld_ac * 4 / eb;
+  const char* p = reinterpret_cast<const char*>(ac_p);
+  if (nb <= H) {
+    for (int64_t bb = 0; bb < nb; ++bb)
+      gemm_batched_dt(ctx, dt, false, false, false, T, dk, T, {p + bb * T * ld_p * eb, ld_p, nb * T * ld_p},
+                      {vc + bb * T * W * eb, W, dk}, {oc + bb * T * W * eb, W, dk}, static_cast<int32_t>(H));
+  } else {
+    for (int64_t h = 0; h < H; ++h)
+      gemm_batched_dt(ctx, dt, false, false, false, T, dk, T, {p + h * nb * T * ld_p * eb, ld_p, T * ld_p},
+                      {vc + h * dk * eb, W, T * W}, {oc + h * dk * eb, W, T * W}, static_cast<int32_t>(nb));
+  }
+}
+
+void attention_by_gemms(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos,
+                        const Tensor& pos_bias_u, const Tensor& pos_bias_v, const Tensor& lengths, Tensor& out,
+                        const ScoreShape& s, int64_t chunk) {
+  const int64_t batch = q.dim(0), width = q.dim(2), eb = elem_bytes(q);
+  // The pos rows the keys use (offsets T-1 down to -(T-1)), then zero rows up to ld_bd.
+  Tensor pos_used = ctx.scratch({s.ld_bd, width}, q.dtype());
+  const int64_t r_max = (pos.dim(0) - 1) / 2, row_bytes = width * eb;
+  const cudaStream_t stream = stream_of(ctx);
+  cudaError_t err = cudaMemcpyAsync(pos_used.raw(), static_cast<const char*>(pos.raw()) + (r_max - (s.steps - 1)) * row_bytes,
+                                    s.n_pos * row_bytes, cudaMemcpyDeviceToDevice, stream);
+  if (err == cudaSuccess)
+    err = cudaMemsetAsync(static_cast<char*>(pos_used.raw()) + s.n_pos * row_bytes, 0, (s.ld_bd - s.n_pos) * row_bytes,
+                          stream);
+  if (err != cudaSuccess) fail(ErrorCode::kInternal, "rel_pos_attention: pos rows: {}", cudaGetErrorString(err));
+  Tensor ac = ctx.scratch({s.heads * chunk * s.steps * s.ld_ac}, DType::kF32);
+  Tensor bd = ctx.scratch({s.heads * chunk * s.steps * s.ld_bd}, DType::kF32);
+  Tensor bias_terms = ctx.scratch({s.heads * (chunk * s.steps + s.n_pos)}, DType::kF32);
+  for (int64_t b0 = 0; b0 < batch; b0 += chunk)
+    attention_chunk(ctx, q, k, v, pos_used, pos_bias_u, pos_bias_v, lengths.data<int32_t>(), out, s, b0,
+                    std::min(chunk, batch - b0), ac, bd, bias_terms);
+}
+
+}  // namespace
+
+int64_t attention_score_budget() { return score_budget_bytes.load(); }
+void set_attention_score_budget(int64_t bytes) { score_budget_bytes.store(bytes < 0 ? default_score_budget() : bytes); }
+
 void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos,
                        const Tensor& pos_bias_u, const Tensor& pos_bias_v, const std::vector<int64_t>& lengths,
                        AttentionWindow window, Tensor& out) {
@@ -19,11 +150,18 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
   detail::check_same_dtype(op, {&q, &k, &v, &pos, &pos_bias_u, &pos_bias_v, &out});
   const int64_t batch = q.dim(0), steps = q.dim(1), heads = pos_bias_u.dim(0), dk = pos_bias_u.dim(1);
   if (out.numel() == 0) return;
-  // The kernel's tiles hold a head in at most 128 columns; the grid puts heads and batch in y and z.
+  const Tensor lens = upload_lengths(ctx, lengths);
+  const ScoreShape shape(steps, heads);
+  if (const int64_t chunk = gemm_path_chunk(shape, batch, window); chunk > 0) {
+    STENO_CHECK((pos.dim(0) - 1) / 2 >= steps - 1, "{}: full attention needs pos rows for offsets up to {}", op,
+                steps - 1);
+    attention_by_gemms(ctx, q, k, v, pos, pos_bias_u, pos_bias_v, lens, out, shape, chunk);
+    return;
+  }
+  // The fused kernel's tiles hold a head in at most 128 columns; the grid puts heads and batch in y and z.
   if (dk > 128) fail(ErrorCode::kUnimplemented, "{}: CUDA kernel supports head sizes up to 128, got {}", op, dk);
   STENO_CHECK(heads <= 65535 && batch <= 65535,
               "{}: CUDA kernel takes at most 65535 heads and batch items, got {} and {}", op, heads, batch);
-  const Tensor lens = upload_lengths(ctx, lengths);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dk));  // as the CPU kernel rounds it
   launch_rel_pos_attention(dt_of(q), q.raw(), k.raw(), v.raw(), pos.raw(), pos_bias_u.raw(), pos_bias_v.raw(),
                            out.raw(), lens.data<int32_t>(), batch, steps, heads, dk, (pos.dim(0) - 1) / 2,

@@ -44,6 +44,8 @@ void conv2d(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
     pointwise_conv2d(ctx, x, w, bias, y);
     return;
   }
+  STENO_CHECK(x.dim(1) != groups || y.dim(2) * y.dim(3) < (int64_t{1} << 31),
+              "conv2d: CUDA direct kernel takes output planes below 2^31 elements, got {} x {}", y.dim(2), y.dim(3));
   launch_conv2d(dt_of(x), x.raw(), w.raw(), bias.defined() ? bias.raw() : nullptr, y.raw(), x.dim(0), x.dim(1),
                 x.dim(2), x.dim(3), w.dim(0), w.dim(2), w.dim(3), y.dim(2), y.dim(3), stride_h, stride_w, pad_h,
                 pad_w, groups, stream_of(ctx));
@@ -54,6 +56,7 @@ void depthwise_conv1d(Context& ctx, const Tensor& x, const Tensor& w, const Tens
                       int pad_left, int pad_right) {
   detail::check_same_dtype("depthwise_conv1d", {&x, &w, &bias, &y});
   if (y.numel() == 0) return;
+  STENO_CHECK(x.dim(0) <= 65535, "depthwise_conv1d: CUDA kernel takes at most 65535 batch items, got {}", x.dim(0));
   launch_depthwise_conv1d(dt_of(x), x.raw(), w.raw(), bias.defined() ? bias.raw() : nullptr, y.raw(), x.dim(0),
                           x.dim(1), x.dim(2), w.dim(1), y.dim(1), pad_left, stream_of(ctx));
   check_launch("depthwise_conv1d");

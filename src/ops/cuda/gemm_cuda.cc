@@ -52,6 +52,11 @@ struct Gemm {
   void* c;
   int64_t ldc;
   const void* bias;  // [n] or null
+  // C in f32 whatever dt is (f16/bf16 operands, f32 results: attention's scores before their softmax).
+  bool c_f32 = false;
+  // Strided batch: `batch` products, operand X of product i at x + i * stride_x elements.
+  int32_t batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 };
 
 void check_status(cublasStatus_t st, const char* what) {
@@ -76,6 +81,15 @@ uint32_t alignment(const void* p) {
   while (a > 1 && v % a != 0) a /= 2;
   return a;
 }
+
+// The alignment every product of a strided batch keeps: the first pointer's, and the stride's in bytes.
+uint32_t alignment(const void* p, int32_t batch, int64_t stride, int64_t elem_bytes) {
+  const uint32_t a = alignment(p);
+  if (batch <= 1) return a;
+  return std::min(a, alignment(reinterpret_cast<const void*>(static_cast<uintptr_t>(stride * elem_bytes))));
+}
+
+int64_t elem_bytes(Dt dt) { return dt == Dt::kF32 ? 4 : 2; }
 
 // Owners of the cuBLASLt descriptor handles.
 template <typename H, cublasStatus_t (*Destroy)(H)>
@@ -102,11 +116,19 @@ void set_pref(const Preference& p, cublasLtMatmulPreferenceAttributes_t attr, co
   check_status(cublasLtMatmulPreferenceSetAttribute(p.h, attr, &v, sizeof(v)), "MatmulPreferenceSetAttribute");
 }
 
-// A row-major matrix [rows, cols] with leading dimension ld, as cuBLASLt's column-major [cols, rows].
-void make_layout(Layout& l, Dt dt, int64_t rows, int64_t cols, int64_t ld) {
+// A row-major matrix [rows, cols] with leading dimension ld, as cuBLASLt's column-major [cols, rows]; with
+// batch > 1, `batch` of them `stride` elements apart.
+void make_layout(Layout& l, Dt dt, int64_t rows, int64_t cols, int64_t ld, int32_t batch = 1, int64_t stride = 0) {
   check_status(cublasLtMatrixLayoutCreate(&l.h, cuda_type(dt), static_cast<uint64_t>(cols),
                                           static_cast<uint64_t>(rows), ld),
                "MatrixLayoutCreate");
+  if (batch > 1) {
+    check_status(cublasLtMatrixLayoutSetAttribute(l.h, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)),
+                 "MatrixLayoutSetAttribute(BATCH_COUNT)");
+    check_status(cublasLtMatrixLayoutSetAttribute(l.h, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                  sizeof(stride)),
+                 "MatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
+  }
 }
 
 // Everything the heuristic's choice depends on. Pointer alignments are part of it: an algorithm chosen for
@@ -114,8 +136,10 @@ void make_layout(Layout& l, Dt dt, int64_t rows, int64_t cols, int64_t ld) {
 struct PlanKey {
   int device;
   Dt dt;
-  bool trans_a, trans_b, bias;
+  bool trans_a, trans_b, bias, c_f32;
   int64_t m, n, k, lda, ldb, ldc;
+  int32_t batch;
+  int64_t stride_a, stride_b, stride_c;
   uint32_t align_a, align_b, align_c, align_bias;
   auto operator<=>(const PlanKey&) const = default;
 };
@@ -202,21 +226,27 @@ void run(Context& ctx, const Gemm& g) {
   CudaResources& res = ctx.cuda_resources();
   const auto stream = static_cast<cudaStream_t>(res.stream.handle());
   if (g.k == 0) {  // alpha * op(A)·op(B) is an empty sum: C = beta * C (+ bias), not a cuBLASLt case
+    if (g.batch > 1 || g.c_f32) fail(ErrorCode::kInternal, "gemm: k = 0 in a batched or f32-output product");
     launch_scale_matrix(g.dt, g.c, g.m, g.n, g.ldc, g.beta, g.bias, stream);
     check_launch("gemm (k = 0)");
     return;
   }
   const auto handle = static_cast<cublasLtHandle_t>(res.cublaslt);
   // Stored shapes (row-major): B is [k, n] or [n, k] when transposed, A is [m, k] or [k, m], C is [m, n].
+  const Dt c_dt = g.c_f32 ? Dt::kF32 : g.dt;
   Layout first, second, out;
-  make_layout(first, g.dt, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb);
-  make_layout(second, g.dt, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda);
-  make_layout(out, g.dt, g.m, g.n, g.ldc);
+  make_layout(first, g.dt, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.batch, g.stride_b);
+  make_layout(second, g.dt, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.batch, g.stride_a);
+  make_layout(out, c_dt, g.m, g.n, g.ldc, g.batch, g.stride_c);
 
   const bool bias = g.bias != nullptr;
+  const int64_t eb = elem_bytes(g.dt);
   const PlanKey key{.device = res.device, .dt = g.dt, .trans_a = g.trans_a, .trans_b = g.trans_b, .bias = bias,
-                    .m = g.m, .n = g.n, .k = g.k, .lda = g.lda, .ldb = g.ldb, .ldc = g.ldc,
-                    .align_a = alignment(g.a), .align_b = alignment(g.b), .align_c = alignment(g.c),
+                    .c_f32 = g.c_f32, .m = g.m, .n = g.n, .k = g.k, .lda = g.lda, .ldb = g.ldb, .ldc = g.ldc,
+                    .batch = g.batch, .stride_a = g.stride_a, .stride_b = g.stride_b, .stride_c = g.stride_c,
+                    .align_a = alignment(g.a, g.batch, g.stride_a, eb),
+                    .align_b = alignment(g.b, g.batch, g.stride_b, eb),
+                    .align_c = alignment(g.c, g.batch, g.stride_c, elem_bytes(c_dt)),
                     .align_bias = bias ? alignment(g.bias) : 0u};
   Plan plan{};
   MatmulDesc desc;
@@ -231,9 +261,9 @@ void run(Context& ctx, const Gemm& g) {
       if (!bias || !query_algo(handle, key, plain, first, second, out, &plan.algo))
         fail(ErrorCode::kInternal,
              "cuBLASLt has no algorithm for the {} GEMM m={} n={} k={} (trans_a {}, trans_b {}, lda {}, ldb {}, "
-             "ldc {}, bias {}, alignments a {} b {} c {} bytes)",
-             dt_name(g.dt), g.m, g.n, g.k, g.trans_a, g.trans_b, g.lda, g.ldb, g.ldc, bias, key.align_a,
-             key.align_b, key.align_c);
+             "ldc {}, bias {}, f32 output {}, batch {}, alignments a {} b {} c {} bytes)",
+             dt_name(g.dt), g.m, g.n, g.k, g.trans_a, g.trans_b, g.lda, g.ldb, g.ldc, bias, g.c_f32, g.batch,
+             key.align_a, key.align_b, key.align_c);
       plan.bias_in_epilogue = false;
       std::swap(desc.h, plain.h);
     }
@@ -258,6 +288,17 @@ void gemm_raw(Context& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, in
 void gemm_dt(Context& ctx, Dt dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
              int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc) {
   run(ctx, {dt, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, nullptr});
+}
+
+void gemm_batched_dt(Context& ctx, Dt dt, bool c_f32, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                     const BatchedOperand& a, const BatchedOperand& b, const BatchedOutput& c, int32_t batch) {
+  Gemm g{dt, trans_a, trans_b, m, n, k, 1.0f, a.p, a.ld, b.p, b.ld, 0.0f, c.p, c.ld, nullptr};
+  g.c_f32 = c_f32;
+  g.batch = batch;
+  g.stride_a = a.stride;
+  g.stride_b = b.stride;
+  g.stride_c = c.stride;
+  run(ctx, g);
 }
 
 void gemm(Context& ctx, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, Tensor& c, float alpha,

@@ -56,6 +56,12 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
                        const Tensor& pos_bias_u, const Tensor& pos_bias_v, const std::vector<int64_t>& lengths,
                        AttentionWindow window, Tensor& out);
 
+// The f32 score scratch (bytes) one call of attention's GEMM path may use (attention_cuda.cc; default 1 GiB);
+// longer inputs take the fused kernel; $STENO_ATTENTION_SCORE_BUDGET_MB sets the default. Tests set it: 0 sends full attention to the fused kernel too, one batch
+// item's worth makes the GEMM path work in chunks. A negative value restores the default.
+int64_t attention_score_budget();
+void set_attention_score_budget(int64_t bytes);
+
 // ---- lstm_cuda.cc + lstm.cu ----
 void lstm_cell(Context& ctx, const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
                const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh, Tensor& h_out, Tensor& c_out);
@@ -66,6 +72,9 @@ void lstm_layer(Context& ctx, const Tensor& x, const Tensor& w_ih, const Tensor&
 // Device-side parts of include/steno/ops/copy.h (the entry points handle host<->device byte copies).
 void cast(Context& ctx, const Tensor& src, Tensor& dst);
 void merge_channels(Context& ctx, const Tensor& x, Tensor& y);
+// ops::copy_frames on raw bytes: `rows` rows, each the first `kept` bytes copied and the rest of dst's zeroed.
+void copy_frames(Context& ctx, const void* src, int64_t src_row, void* dst, int64_t dst_row, int64_t kept,
+                 int64_t rows);
 
 }  // namespace steno::ops::cuda
 
@@ -77,6 +86,18 @@ Dt dt_of(const Tensor& t);
 // that run GEMMs over parts of their tensors (conv2d's pointwise convs, one image at a time).
 void gemm_dt(Context& ctx, Dt dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const void* a,
              int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc);
+// gemm_cuda.cc: `batch` products c_i = op(a_i)·op(b_i), operand X of product i at X.p + i * X.stride elements
+// (row-major, leading dimension X.ld), f32 accumulation; c in f32 when c_f32, else in dt.
+struct BatchedOperand {
+  const void* p;
+  int64_t ld, stride;
+};
+struct BatchedOutput {
+  void* p;
+  int64_t ld, stride;
+};
+void gemm_batched_dt(Context& ctx, Dt dt, bool c_f32, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                     const BatchedOperand& a, const BatchedOperand& b, const BatchedOutput& c, int32_t batch);
 // The stream a CUDA context queues on, as the launchers take it.
 inline cudaStream_t stream_of(const Context& ctx) { return static_cast<cudaStream_t>(ctx.stream().handle()); }
 // Lengths as int32 on the device, in ctx's stream order (from pageable memory: the upload is staged before the

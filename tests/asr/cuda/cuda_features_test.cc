@@ -4,7 +4,10 @@
 //
 // Tolerance: both sides compute in f32 and sum the DFT and mel GEMMs in different orders; the log turns a tiny
 // absolute error in a near-silent bin into a larger one, and the normalisation divides by the channel's spread.
-// Measured differences are ~1e-5 typically; the test allows 2e-3 at any element and 2e-5 on average.
+// Measured differences are ~1e-5 typically; the test allows 2e-3 at any element and 2e-5 on average. Clips of one
+// or two frames are the exception: a channel whose two log-mel values are nearly equal has std ~1e-7, and NeMo's
+// (x - mean) / (std + 1e-5) then amplifies an f32 rounding difference ~1e5-fold (measured 0.027 on the H200 for a
+// 160-sample clip, 128 mels, front end 2.4); their elements are held to 0.1, which a real error still exceeds.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -59,10 +62,16 @@ void expect_same_features(const FeatureExtractor& cpu, const std::vector<std::sp
   gpu.synchronize();
   const float* a = got.data<float>();
   const float* b = want.values.data<float>();
+  const int64_t per_clip = clips.empty() ? 0 : got.numel() / static_cast<int64_t>(clips.size());
   double max_diff = 0, sum_diff = 0;
   for (int64_t i = 0; i < got.numel(); ++i) {
     ASSERT_TRUE(std::isfinite(a[i])) << "element " << i;
     const double d = std::abs(static_cast<double>(a[i]) - b[i]);
+    if (want.lengths[static_cast<size_t>(i / per_clip)] <= 2) {  // ill-conditioned: see the top of the file
+      EXPECT_LE(d, 0.1) << "element " << i << " of a clip of " << want.lengths[static_cast<size_t>(i / per_clip)]
+                        << " frame(s)";
+      continue;
+    }
     max_diff = std::max(max_diff, d);
     sum_diff += d;
   }

@@ -1,5 +1,7 @@
 // rel_pos_attention on CUDA against the CPU kernel, on seeded random inputs rounded to the tested dtype first
-// (so both sides see the same values). Cases cover full and windowed spans, one-sided windows, lengths 0 and T,
+// (so both sides see the same values). Full attention runs on cuBLASLt products + a softmax kernel (the GEMM
+// path) unless the score budget sends it to the fused kernel; both paths and the GEMM path's chunking are tested.
+// Cases cover full and windowed spans, one-sided windows, lengths 0 and T,
 // T not a multiple of the kernel's 64-query / 32-key blocks, head sizes 16 to 128 (44: the bundled model's,
 // whose rows are not 16-byte aligned), 1 and 8 heads, pos tables larger than needed, and out aliasing q.
 //
@@ -23,6 +25,7 @@
 #include "steno/ops/attention.h"
 #include "steno/ops/context.h"
 #include "steno/ops/copy.h"
+#include "cuda/kernels.h"
 
 namespace steno::ops {
 namespace {
@@ -140,6 +143,30 @@ INSTANTIATE_TEST_SUITE_P(Cases, RelPosAttentionCuda,
                            return std::string(std::get<0>(info.param).name) + "_" +
                                   dtype_name(std::get<1>(info.param));
                          });
+
+// Full attention through the fused kernel (score budget 0) and through the GEMM path one batch item per chunk.
+class ScopedScoreBudget {
+ public:
+  explicit ScopedScoreBudget(int64_t bytes) { cuda::set_attention_score_budget(bytes); }
+  ~ScopedScoreBudget() { cuda::set_attention_score_budget(-1); }
+};
+
+TEST(RelPosAttentionCudaPaths, FusedKernelAndChunkedGemmsMatchCpu) {
+  if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  for (const AttnCase& c : kCases) {
+    if (c.window.left >= 0 || c.window.right >= 0) continue;  // windows always take the fused kernel
+    const int64_t ld = (c.steps + 7) / 8 * 8, ld_bd = (2 * c.steps - 1 + 7) / 8 * 8;
+    const int64_t one_item = c.heads * c.steps * (ld + ld_bd + 1) * 4;
+    for (const int64_t budget : {int64_t{0}, one_item}) {
+      ScopedScoreBudget scoped(budget);
+      for (DType dt : {DType::kF32, DType::kBF16}) {
+        SCOPED_TRACE(std::string(c.name) + (budget == 0 ? " fused " : " chunked ") + dtype_name(dt));
+        const Inputs in = make_inputs(c, dt, 4000);
+        EXPECT_TRUE(near(gpu_result(c, in, dt, false), cpu_reference(c, in), tolerance(dt)));
+      }
+    }
+  }
+}
 
 // out may alias q: each CTA reads its q rows before it writes the same rows of out.
 TEST(RelPosAttentionCudaAlias, OutOverQ) {

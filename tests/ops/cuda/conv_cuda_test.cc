@@ -86,6 +86,10 @@ struct Conv2dCase {
 const Conv2dCase kConv2dCases[] = {
     // The dw_striding subsampling: conv.0 (1 -> C), conv.2 (depthwise), conv.3 (pointwise), odd sizes.
     {"first_1toC_3x3_s2", {2, 1, 37, 29}, {16, 1, 3, 3}, 2, 2, 1, 1, 1, true},
+    // One input channel: 16 output channels per thread, here with a partial last group and 25 taps (the most it
+    // keeps in registers); 49 taps go to the direct kernel.
+    {"one_input_20ch_5x5", {2, 1, 13, 11}, {20, 1, 5, 5}, 1, 1, 2, 2, 1, true},
+    {"one_input_7x7_direct", {1, 1, 12, 12}, {4, 1, 7, 7}, 1, 1, 3, 3, 1, false},
     {"depthwise_3x3_s2", {2, 24, 19, 15}, {24, 1, 3, 3}, 2, 2, 1, 1, 24, true},
     {"pointwise_256", {2, 256, 6, 9}, {256, 256, 1, 1}, 1, 1, 0, 0, 1, true},
     {"pointwise_odd_tiles", {3, 40, 7, 9}, {72, 40, 1, 1}, 1, 1, 0, 0, 1, false},

@@ -1,4 +1,4 @@
-// Device-side cast and merge_channels against the host conversions and the CPU op.
+// Device-side cast, merge_channels and copy_frames against the host conversions and the CPU ops.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -76,6 +76,22 @@ TEST_P(CopyCuda, MergeChannels) {
     Tensor y = nan_device(gpu, out, dt);
     merge_channels(gpu, upload(gpu, x, dt), y);
     EXPECT_TRUE(same_values(download(gpu, y), want));  // a permutation: exact
+  }
+}
+
+TEST_P(CopyCuda, CopyFramesPadsAndTrims) {
+  if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const DType dt = GetParam();
+  Context cpu = Context::cpu(1);
+  Context gpu = Context::cuda(0);
+  const Tensor x = random_host({3, 5, 7}, 11, dt);
+  for (const int64_t frames : {int64_t{8}, int64_t{5}, int64_t{2}, int64_t{0}}) {
+    SCOPED_TRACE(frames);
+    Tensor want = host_filled({3, frames, 7}, NAN);
+    copy_frames(cpu, x, want);
+    Tensor y = nan_device(gpu, {3, frames, 7}, dt);
+    copy_frames(gpu, upload(gpu, x, dt), y);
+    EXPECT_TRUE(same_values(download(gpu, y), want));  // copies and zeros: exact
   }
 }
 
