@@ -12,6 +12,7 @@ using Run = std::function<int()>;
 Run add_transcribe_command(CLI::App& app);
 Run add_model_command(CLI::App& app);
 Run add_serve_command(CLI::App& app);
+Run add_worker_command(CLI::App& app);  // internal: a worker process of `steno serve`
 Run add_plan_command(CLI::App& app);
 Run add_bench_command(CLI::App& app);
 

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   const steno::cli::Run transcribe = steno::cli::add_transcribe_command(app);
   const steno::cli::Run model = steno::cli::add_model_command(app);
   const steno::cli::Run serve = steno::cli::add_serve_command(app);
+  const steno::cli::Run worker = steno::cli::add_worker_command(app);
   const steno::cli::Run plan = steno::cli::add_plan_command(app);
   const steno::cli::Run bench = steno::cli::add_bench_command(app);
 
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("transcribe")) return transcribe();
     if (app.got_subcommand("model")) return model();
     if (app.got_subcommand("serve")) return serve();
+    if (app.got_subcommand("worker")) return worker();
     if (app.got_subcommand("plan")) return plan();
     if (app.got_subcommand("bench")) return bench();
   } catch (const steno::Error& e) {

@@ -1,5 +1,6 @@
 // `steno serve`: the HTTP server (OpenAI /v1 and KServe v2) and, with --grpc-port, KServe v2 over gRPC, both over
-// one inference core (dynamic batcher + lanes) and one table of KServe statistics.
+// one inference core (dynamic batcher + executors: lanes, or worker processes with --share processes) and one
+// table of KServe statistics.
 // Settings come from --config FILE.json, then $STENO_API_KEY, then flags (each layer overrides the one before).
 // SIGTERM or SIGINT: both front ends stop accepting and answer the requests in flight, the core drains, exit 0.
 #include <signal.h>
@@ -17,6 +18,8 @@
 #include "steno/asr/model.h"
 #include "steno/core/error.h"
 #include "steno/ops/context.h"
+#include "steno/serve/executor.h"
+#include "steno/serve/fleet/mps.h"
 #include "steno/serve/frontend/model_stats.h"
 #include "steno/serve/grpc/server.h"
 #include "steno/serve/http/serve_config.h"
@@ -36,6 +39,10 @@ struct ServeCommand {
   template <typename T>
   void add(CLI::App* cmd, const std::string& name, T ServeConfig::*field, const std::string& help) {
     CLI::Option* opt = cmd->add_option(name, flags.*field, help);
+    given.emplace_back(opt, [this, field](ServeConfig& c) { c.*field = flags.*field; });
+  }
+  void add_flag(CLI::App* cmd, const std::string& name, bool ServeConfig::*field, const std::string& help) {
+    CLI::Option* opt = cmd->add_flag(name, flags.*field, help);
     given.emplace_back(opt, [this, field](ServeConfig& c) { c.*field = flags.*field; });
   }
 
@@ -92,8 +99,51 @@ void raise_descriptor_limit() {
     spdlog::info("file descriptor limit raised from {} to {}", before, lim.rlim_cur);
 }
 
+// The modes of design.md §4 that `steno serve` does not run yet: refused before anything is loaded, saying why.
+// mps and green need a CUDA device; say so before anything starts.
+void require_cuda_for_share(const ServeConfig& config) {
+  if (!parse_device(config.device).is_cpu()) return;
+  if (config.share == "mps")
+    fail(ErrorCode::kUnavailable,
+         "--share mps runs worker processes under CUDA MPS: it needs a CUDA device (--device cuda[:N]) and "
+         "nvidia-cuda-mps-control, and --device is cpu; --share processes runs worker processes without MPS");
+  if (config.share == "green")
+    fail(ErrorCode::kUnavailable,
+         "--share green binds lanes to CUDA green contexts: it needs a CUDA device (--device cuda[:N]) whose driver "
+         "supports green contexts (CUDA 12.4 or newer), and --device is cpu; --share lanes runs lanes without them");
+}
+
+// The MPS daemon of --share mps: joined (--mps-pipe-dir) or started with private directories (stopped at exit).
+std::shared_ptr<serve::fleet::MpsDaemon> open_mps(const ServeConfig& config, const Device& device) {
+  serve::fleet::MpsOptions o;
+  o.join_existing = !config.mps_pipe_dir.empty();
+  o.pipe_dir = config.mps_pipe_dir;
+  o.active_thread_percentage = config.mps_thread_percentage;
+  o.pinned_device_mem_limit = config.mps_pinned_mem_limit;
+  o.device = device.index;
+  std::shared_ptr<serve::fleet::MpsDaemon> daemon = serve::fleet::MpsDaemon::open(o);
+  spdlog::info("MPS: {}", daemon->status().text);
+  return daemon;
+}
+
+// The worker processes of --share processes: this binary as `steno worker`, loading the model itself.
+serve::fleet::ProcessExecutorConfig worker_fleet(const ServeConfig& config, const std::string& model_dir,
+                                                 const asr::ModelOverrides& overrides) {
+  serve::fleet::ProcessExecutorConfig f;
+  f.workers = config.lanes;
+  f.command.model_dir = model_dir;
+  f.command.device = overrides.device;
+  f.command.dtype = overrides.dtype;
+  f.command.threads = serve::LaneConfig{config.lanes, config.threads_per_lane}.resolved_threads_per_lane();
+  f.command.gemm = ops::parse_gemm_backend(config.gemm);
+  f.heartbeat_interval = std::chrono::milliseconds(config.heartbeat_ms);
+  f.batch_timeout_floor = std::chrono::milliseconds(static_cast<int64_t>(config.batch_timeout_s * 1000.0));
+  return f;
+}
+
 int run_serve(const ServeCommand& command) {
   const ServeConfig config = command.resolve();
+  require_cuda_for_share(config);
   if (config.grpc_port != 0 && !serve::rpc::GrpcServer::available())
     fail(ErrorCode::kUnimplemented,
          "--grpc-port {}: this steno was built without gRPC (CMake STENO_WITH_GRPC=OFF, or gRPC was not found "
@@ -109,7 +159,21 @@ int run_serve(const ServeCommand& command) {
   asr::ModelOverrides overrides;
   overrides.device = parse_device(config.device);
   overrides.dtype = serve::http::compute_dtype(config);
-  spec.model = asr::AsrModel::load(model_dir, overrides);
+  // Declared before the core, so that the daemon steno started outlives the workers it serves.
+  std::shared_ptr<serve::fleet::MpsDaemon> mps;
+  if (config.share == "processes" || config.share == "mps") {
+    spec.processes = worker_fleet(config, model_dir, overrides);  // the workers load the model, not the server
+    if (config.share == "mps") {
+      mps = open_mps(config, overrides.device);
+      const int workers = config.lanes;
+      spec.processes->worker_env = [mps, workers](int worker) { return mps->worker_env(worker, workers); };
+      // Under MPS a fatal fault in one client faults every client of the GPU's server: restart them together.
+      spec.processes->restart_group_on_fault = true;
+    }
+  } else {
+    spec.model = asr::AsrModel::load(model_dir, overrides);
+    if (config.share == "green") spec.runners = serve::green_transcriber_runners(spec.model, config.green_sms);
+  }
   serve::CoreConfig core_config;
   core_config.batcher.max_batch_size = config.max_batch;
   core_config.batcher.max_queue_delay =
@@ -133,10 +197,16 @@ int run_serve(const ServeCommand& command) {
     grpc->start();
     grpc_note = " and grpc://" + config.host + ":" + std::to_string(grpc->port());
   }
-  std::fprintf(stderr, "steno: serving model '%s' (%s) on http://%s:%u%s%s; %d lane(s) on %s (%s), max batch %d\n",
+  const char* executors = config.share == "processes" ? "worker process(es)"
+                          : config.share == "mps"     ? "worker process(es) under MPS"
+                          : config.share == "green"   ? "green-context lane(s)"
+                                                      : "lane(s)";
+  std::fprintf(stderr, "steno: serving model '%s' (%s) on http://%s:%u%s%s; %d %s on %s (%s), max batch %d%s\n",
                core.models().front().c_str(), model_dir.c_str(), config.host.c_str(), server.port(),
                grpc_note.c_str(), config.api_key.empty() ? "" : " (API key required)", config.lanes,
-               overrides.device.str().c_str(), dtype_name(overrides.dtype), config.max_batch);
+               executors, overrides.device.str().c_str(),
+               dtype_name(overrides.dtype), config.max_batch,
+               config.enable_fault_injection ? "; FAULT INJECTION ENABLED (tests only)" : "");
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
@@ -171,8 +241,25 @@ Run add_serve_command(CLI::App& app) {
         "Require 'Authorization: Bearer KEY' (also $STENO_API_KEY, which keeps it out of `ps`)");
   c.add(cmd, "--max-body-mb", &ServeConfig::max_body_mb, "Largest request body in MiB (default 64)");
   c.add(cmd, "--max-audio-seconds", &ServeConfig::max_audio_seconds, "Longest audio accepted (default 1200)");
-  c.add(cmd, "--lanes", &ServeConfig::lanes, "Executor lanes (default 1)");
-  c.add(cmd, "--threads-per-lane", &ServeConfig::threads_per_lane, "CPU threads per lane (default: shared out)");
+  c.add(cmd, "--share", &ServeConfig::share,
+        "How executors share the device: lanes (threads, default), processes (worker processes), mps, green");
+  c.add(cmd, "--lanes,--executors", &ServeConfig::lanes, "Executors: lanes or worker processes (default 1)");
+  c.add(cmd, "--threads-per-lane", &ServeConfig::threads_per_lane,
+        "CPU threads per executor (default: the machine's shared out)");
+  c.add(cmd, "--heartbeat-ms", &ServeConfig::heartbeat_ms,
+        "Worker processes: heartbeat interval; 5 missed = hung, killed and restarted (default 1000)");
+  c.add(cmd, "--mps-pipe-dir", &ServeConfig::mps_pipe_dir,
+        "--share mps: join the MPS daemon on this pipe directory (default: start a private one, stopped at exit)");
+  c.add(cmd, "--mps-thread-percentage", &ServeConfig::mps_thread_percentage,
+        "--share mps: each worker's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (default 100 / executors)");
+  c.add(cmd, "--mps-pinned-mem-limit", &ServeConfig::mps_pinned_mem_limit,
+        "--share mps: each worker's CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, e.g. 8G or 0=8G (default none)");
+  c.add(cmd, "--green-sms", &ServeConfig::green_sms,
+        "--share green: SMs of each lane's green context (a multiple of 8 on Hopper)");
+  c.add(cmd, "--batch-timeout-s", &ServeConfig::batch_timeout_s,
+        "Worker processes: a batch running longer than max(this, its audio seconds) is hung (default 30)");
+  c.add_flag(cmd, "--enable-fault-injection", &ServeConfig::enable_fault_injection,
+             "TESTS ONLY: honour the X-Steno-Fault: crash|hang|device-fault|oom request header (worker processes)");
   c.add(cmd, "--max-batch", &ServeConfig::max_batch, "Largest batch (default 16)");
   c.add(cmd, "--max-queue-delay-ms", &ServeConfig::max_queue_delay_ms,
         "How long a request may wait for a fuller batch (default 10)");

@@ -183,11 +183,27 @@ void run_gnuplot(const fs::path& dir) {
   }
 }
 
+// The machine's GPUs as the load scripts record them: a string, or nvidia-smi's CSV lines (a header
+// "name, driver_version, ...", one line per GPU, then its banner lines starting with '|').
+std::string describe_gpus(const json& m) {
+  if (!m.contains("gpu")) return "no GPU";
+  const json& g = m.at("gpu");
+  if (g.is_string()) return g.get<std::string>();
+  std::string gpus;
+  if (g.is_array())
+    for (const json& line : g) {
+      if (!line.is_string()) continue;
+      const std::string s = line.get<std::string>();
+      if (s.empty() || s.front() == '|' || s.rfind("name,", 0) == 0) continue;
+      gpus += (gpus.empty() ? "" : "; ") + s;
+    }
+  return gpus.empty() ? "no GPU" : gpus;
+}
+
 std::string describe_machine(const json& result) {
   if (!result.contains("machine") || !result.at("machine").is_object()) return "—";
   const json& m = result.at("machine");
-  std::string gpu = m.contains("gpu") && m.at("gpu").is_string() ? m.at("gpu").get<std::string>() : "no GPU";
-  return fmt::format("{}, {} cores; {}", m.value("cpu", std::string("?")), m.value("cores", 0), gpu);
+  return fmt::format("{}, {} cores; {}", m.value("cpu", std::string("?")), m.value("cores", 0), describe_gpus(m));
 }
 
 // first_best: the first arm's best requests/s (0 when it has none): the ratio column's denominator.

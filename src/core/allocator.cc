@@ -40,7 +40,8 @@ void* CpuCachingAllocator::allocate(size_t bytes) {
     }
   }
   void* p = std::aligned_alloc(kAlignment, cls);
-  if (p == nullptr) fail(ErrorCode::kUnavailable, "out of host memory allocating {} bytes", cls);
+  // kResourceExhausted like a device's out-of-memory: the executor retries the batch in smaller pieces.
+  if (p == nullptr) fail(ErrorCode::kResourceExhausted, "out of host memory allocating {} bytes", cls);
   std::lock_guard lock(mu_);
   stats_.bytes_in_use += cls;
   stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);

@@ -21,15 +21,21 @@ Context Context::cpu(int num_threads, GemmBackend gemm) {
 }
 
 Context Context::cuda(int device) {
+  steno::cuda::check_device(Device::cuda(device));  // without CUDA: throws "built without CUDA"
+  return cuda(steno::cuda::Stream(device));
+}
+
+Context Context::cuda(steno::cuda::Stream stream) {
 #if STENO_HAVE_CUDA
+  const int device = stream.device();
   steno::cuda::check_device(Device::cuda(device));
-  auto res = std::make_shared<CudaResources>(device);
+  auto res = std::make_shared<CudaResources>(std::move(stream));
   // Host-side work of a CUDA context (argument checks, small host loops) runs on the calling thread.
   Context ctx(Device::cuda(device), std::make_shared<ThreadPool>(1), &res->allocator, GemmBackend::kOneDnn);
   ctx.cuda_ = std::move(res);
   return ctx;
 #else
-  steno::cuda::check_device(Device::cuda(device));  // throws "built without CUDA"
+  steno::cuda::check_device(Device::cuda(stream.device()));  // throws "built without CUDA"
   fail(ErrorCode::kInternal, "unreachable");
 #endif
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <iterator>
 #include <tuple>
 
 #include "steno/core/error.h"
@@ -37,6 +38,32 @@ double padding_waste(std::span<const int64_t> lengths) {
   }
   if (longest == 0) return 0;
   return 1.0 - static_cast<double>(total) / (static_cast<double>(longest) * static_cast<double>(lengths.size()));
+}
+
+namespace {
+
+void update_padding_waste(Batch& b) {
+  std::vector<int64_t> lengths;
+  lengths.reserve(b.requests.size());
+  for (const auto& r : b.requests) lengths.push_back(static_cast<int64_t>(r->pcm.size()));
+  b.padding_waste = padding_waste(lengths);
+}
+
+}  // namespace
+
+Batch split_front(Batch& batch, size_t n) {
+  n = std::min(n, batch.requests.size());
+  Batch front;
+  front.formed = batch.formed;
+  const auto req_end = batch.requests.begin() + static_cast<std::ptrdiff_t>(n);
+  const auto enq_end = batch.enqueued.begin() + static_cast<std::ptrdiff_t>(n);
+  front.requests.assign(std::make_move_iterator(batch.requests.begin()), std::make_move_iterator(req_end));
+  front.enqueued.assign(batch.enqueued.begin(), enq_end);
+  batch.requests.erase(batch.requests.begin(), req_end);
+  batch.enqueued.erase(batch.enqueued.begin(), enq_end);
+  update_padding_waste(front);
+  update_padding_waste(batch);
+  return front;
 }
 
 std::vector<size_t> group_by_length(std::span<const QueuedItem> items, size_t head, int max_batch_size,
@@ -107,8 +134,9 @@ std::vector<Completion> BatchQueue::expire(Clock::time_point now) {
   return out;
 }
 
-std::optional<Batch> BatchQueue::cut(Clock::time_point now, bool flush) {
+std::optional<Batch> BatchQueue::cut(Clock::time_point now, bool flush, int max_size) {
   if (entries_.empty()) return std::nullopt;
+  const int cap = max_size > 0 ? std::min(max_size, config_.max_batch_size) : config_.max_batch_size;
   std::vector<QueuedItem> items(entries_.size());
   size_t head = 0;
   for (size_t i = 0; i < entries_.size(); ++i) {
@@ -117,12 +145,12 @@ std::optional<Batch> BatchQueue::cut(Clock::time_point now, bool flush) {
                 priority == 0 ? config_.default_priority_level : priority, entries_[i].seq};
     if (items[i].priority < items[head].priority) head = i;  // entries_ is in admission order: ties keep the first
   }
-  std::vector<size_t> group = group_by_length(items, head, config_.max_batch_size, config_.max_padding_waste);
+  std::vector<size_t> group = group_by_length(items, head, cap, config_.max_padding_waste);
 
   const int n = static_cast<int>(group.size());
   // entries_[0] is the oldest queued request, whatever its priority (Triton's delay is the oldest request's).
   const bool overdue = now - entries_.front().enqueued >= config_.max_queue_delay;
-  bool release = n >= config_.max_batch_size || flush || overdue;
+  bool release = n >= cap || flush || overdue;
   if (!release) {
     // The largest preferred size this group fills goes at once; every prefix of `group` respects the bound.
     for (auto it = config_.preferred_batch_sizes.rbegin(); it != config_.preferred_batch_sizes.rend(); ++it) {

@@ -26,6 +26,9 @@ DynamicBatcher::~DynamicBatcher() {
     std::lock_guard lock(mu_);
     stop_reaper_ = true;
     left = queue_.take_all();
+    for (Batch& b : requeued_)
+      for (auto& r : b.requests) left.push_back(std::move(r));
+    requeued_.clear();
     size_changed();
   }
   reaper_cv_.notify_all();
@@ -57,29 +60,93 @@ void DynamicBatcher::submit(std::unique_ptr<TranscriptionRequest> request) {
   work_cv_.notify_one();
 }
 
-std::optional<Batch> DynamicBatcher::next_batch() {
+std::optional<Batch> DynamicBatcher::next_batch() { return pull(0, Clock::time_point::max()).batch; }
+
+DynamicBatcher::Pull DynamicBatcher::pull(int max_size, Clock::time_point until) {
   std::unique_lock lock(mu_);
   for (;;) {
     const auto now = Clock::now();
     std::vector<Completion> expired = queue_.expire(now);  // before they cost compute
+    for (Completion& c : expire_requeued(now)) expired.push_back(std::move(c));
     if (!expired.empty()) {
       size_changed();
       finish(std::move(expired), lock);
       continue;
     }
-    if (std::optional<Batch> batch = queue_.cut(now, /*flush=*/shutting_down_)) {
+    std::optional<Batch> batch;
+    if (!requeued_.empty()) {
+      Batch& front = requeued_.front();
+      if (max_size > 0 && front.requests.size() > static_cast<size_t>(max_size)) {
+        batch = split_front(front, static_cast<size_t>(max_size));
+      } else {
+        batch = std::move(front);
+        requeued_.pop_front();
+      }
+    } else {
+      batch = queue_.cut(now, /*flush=*/shutting_down_, max_size);
+    }
+    if (batch) {
       size_changed();
-      const bool more = !queue_.empty();
+      const bool more = !queue_.empty() || !requeued_.empty();
       lock.unlock();
       if (more) work_cv_.notify_one();  // another executor may find a batch due too
-      return batch;
+      return Pull{std::move(batch), false};
     }
-    if (shutting_down_) return std::nullopt;  // a flushing cut() only comes back empty-handed on an empty queue
-    if (const auto release = queue_.next_release())
-      work_cv_.wait_until(lock, *release);
-    else
+    // A flushing cut() only comes back empty-handed on an empty queue.
+    if (shutting_down_) return Pull{std::nullopt, true};
+    if (now >= until) return Pull{};
+    Clock::time_point wake = until;
+    if (const auto release = queue_.next_release()) wake = std::min(wake, *release);
+    if (wake == Clock::time_point::max())
       work_cv_.wait(lock);
+    else
+      work_cv_.wait_until(lock, wake);
   }
+}
+
+void DynamicBatcher::requeue(Batch batch) {
+  if (batch.requests.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    requeued_.push_back(std::move(batch));
+    size_changed();
+  }
+  work_cv_.notify_one();
+}
+
+std::vector<Completion> DynamicBatcher::expire_requeued(Clock::time_point now) {
+  std::vector<Completion> out;
+  for (Batch& b : requeued_) {
+    const size_t before = out.size();
+    for (size_t i = 0; i < b.requests.size(); ++i) {
+      TranscriptionRequest& r = *b.requests[i];
+      const double waited = std::chrono::duration<double, std::milli>(now - b.enqueued[i]).count();
+      if (r.cancelled && r.cancelled->load())
+        out.push_back(reject(std::move(b.requests[i]), Outcome::kCancelled, "cancelled by the client", waited));
+      else if (r.deadline <= now)
+        out.push_back(reject(std::move(b.requests[i]), Outcome::kDeadlineExceeded,
+                             "deadline exceeded before the request could be run again", waited));
+    }
+    if (out.size() == before) continue;
+    // Drop the completed requests with their queue times.
+    size_t kept = 0;
+    for (size_t i = 0; i < b.requests.size(); ++i) {
+      if (!b.requests[i]) continue;
+      b.requests[kept] = std::move(b.requests[i]);
+      b.enqueued[kept] = b.enqueued[i];
+      ++kept;
+    }
+    b.requests.resize(kept);
+    b.enqueued.resize(kept);
+  }
+  std::erase_if(requeued_, [](const Batch& b) { return b.requests.empty(); });
+  return out;
+}
+
+size_t DynamicBatcher::pending() const {
+  size_t n = queue_.size();
+  for (const Batch& b : requeued_) n += b.requests.size();
+  return n;
 }
 
 void DynamicBatcher::shutdown() {
@@ -92,7 +159,7 @@ void DynamicBatcher::shutdown() {
 
 size_t DynamicBatcher::queued() const {
   std::lock_guard lock(mu_);
-  return queue_.size();
+  return pending();
 }
 
 void DynamicBatcher::reap() {
@@ -124,7 +191,7 @@ void DynamicBatcher::finish(std::vector<Completion> done, std::unique_lock<std::
 }
 
 void DynamicBatcher::size_changed() {
-  if (hooks_.queue_size_changed) hooks_.queue_size_changed(queue_.size());
+  if (hooks_.queue_size_changed) hooks_.queue_size_changed(pending());
 }
 
 }  // namespace steno::serve

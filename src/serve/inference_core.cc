@@ -8,12 +8,19 @@
 
 namespace steno::serve {
 
-// Declaration order is destruction order in reverse: lanes stop before the batcher they pull from goes away.
+// Declaration order is destruction order in reverse: executors stop before the batcher they pull from goes away.
 struct InferenceCore::Served {
   ModelSpec spec;
   ModelMetrics* metrics;
+  std::unique_ptr<fleet::FleetMetrics> fleet_metrics;  // worker processes only
   std::unique_ptr<DynamicBatcher> batcher;
-  std::unique_ptr<LaneExecutor> lanes;
+  std::unique_ptr<LaneExecutor> lanes;                // one of these two
+  std::unique_ptr<fleet::ProcessExecutor> workers;
+
+  void join() {
+    if (lanes) lanes->join();
+    if (workers) workers->join();
+  }
 };
 
 InferenceCore::InferenceCore(std::vector<ModelSpec> models, CoreConfig config)
@@ -26,10 +33,11 @@ InferenceCore::InferenceCore(std::vector<ModelSpec> models, CoreConfig config)
   for (const ModelSpec& spec : models) {  // all checks before any thread starts
     STENO_CHECK(!spec.name.empty(), "a served model needs a name");
     STENO_CHECK(names.insert(spec.name).second, "model '{}' is listed twice", spec.name);
-    STENO_CHECK(spec.runners || spec.model, "model '{}' has neither weights nor runners", spec.name);
+    STENO_CHECK(spec.runners || spec.model || spec.processes, "model '{}' has neither weights nor runners",
+                spec.name);
   }
   for (ModelSpec& spec : models) {
-    if (!spec.runners) spec.runners = transcriber_runners(spec.model, threads, config_.lanes.gemm);
+    if (!spec.runners && !spec.processes) spec.runners = transcriber_runners(spec.model, threads, config_.lanes.gemm);
     auto s = std::make_unique<Served>();
     s->spec = std::move(spec);
     s->metrics = &metrics_.add_model(s->spec.name, s->spec.version);
@@ -37,11 +45,22 @@ InferenceCore::InferenceCore(std::vector<ModelSpec> models, CoreConfig config)
     s->batcher = std::make_unique<DynamicBatcher>(
         config_.batcher,
         DynamicBatcher::Hooks{RequestCompleter(m), [m](size_t queued) { m->set_pending(queued); }});
-    s->lanes = std::make_unique<LaneExecutor>(config_.lanes.lanes, s->spec.runners, *s->batcher,
-                                              RequestCompleter(m), m);
-    spdlog::info("serving model {} (version {}): {} lanes x {} threads, max batch {}, max queue delay {} us",
-                 s->spec.name, s->spec.version, config_.lanes.lanes, threads, config_.batcher.max_batch_size,
-                 config_.batcher.max_queue_delay.count());
+    if (s->spec.processes) {
+      s->fleet_metrics = std::make_unique<fleet::FleetMetrics>(*metrics_.registry(), s->spec.name, s->spec.version,
+                                                               s->spec.processes->workers);
+      s->workers = std::make_unique<fleet::ProcessExecutor>(*s->spec.processes, *s->batcher, RequestCompleter(m), m,
+                                                            s->fleet_metrics.get());
+      spdlog::info("serving model {} (version {}): {} worker processes x {} threads, max batch {}, max queue delay "
+                   "{} us",
+                   s->spec.name, s->spec.version, s->spec.processes->workers, s->spec.processes->command.threads,
+                   config_.batcher.max_batch_size, config_.batcher.max_queue_delay.count());
+    } else {
+      s->lanes = std::make_unique<LaneExecutor>(config_.lanes.lanes, s->spec.runners, *s->batcher,
+                                                RequestCompleter(m), m);
+      spdlog::info("serving model {} (version {}): {} lanes x {} threads, max batch {}, max queue delay {} us",
+                   s->spec.name, s->spec.version, config_.lanes.lanes, threads, config_.batcher.max_batch_size,
+                   config_.batcher.max_queue_delay.count());
+    }
     served_.push_back(std::move(s));
   }
   accepting_ = true;
@@ -87,7 +106,7 @@ void InferenceCore::drain() {
   accepting_ = false;
   // Every batcher stops taking work first, then each model's lanes finish what is queued and running.
   for (auto& s : served_) s->batcher->shutdown();
-  for (auto& s : served_) s->lanes->join();
+  for (auto& s : served_) s->join();
   drained_ = true;
   spdlog::info("inference core drained");
 }

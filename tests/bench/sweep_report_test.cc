@@ -49,6 +49,7 @@ TEST(SweepReport, TwoArmsOnTheCpuGiveResultsAndAReportWithPlots) {
     EXPECT_NE(line.find(best), std::string::npos) << line;
   }
   EXPECT_NE(report.find("No GPU plot"), std::string::npos) << report;  // the CPU machine has no NVML
+  EXPECT_NE(report.find("cores; no GPU)"), std::string::npos) << report;  // nor nvidia-smi lines
   for (const char* svg : {"latency.svg", "batch_sizes.svg"}) {
     const std::string text = slurp(out / svg);
     EXPECT_EQ(text.rfind("<?xml", 0), 0u) << svg;

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "steno/core/error.h"
+
 namespace steno {
 namespace {
 
@@ -42,6 +44,23 @@ TEST(CpuCachingAllocator, CacheIsBounded) {
   alloc.deallocate(a, 4096);
   alloc.deallocate(b, 4096);  // over the bound: freed, not cached
   EXPECT_EQ(alloc.stats().bytes_cached, 4096u);
+}
+
+// Out of memory is kResourceExhausted on the host too, so an executor splits the batch as it does on a GPU.
+TEST(CpuCachingAllocator, OutOfMemoryIsResourceExhausted) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer aborts on an impossible allocation instead of returning null";
+#endif
+  CpuCachingAllocator alloc;
+  const size_t impossible = size_t{1} << 62;  // 4 EiB: more than any address space
+  try {
+    alloc.allocate(impossible);
+    FAIL() << "a 4 EiB allocation succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted);
+    EXPECT_NE(std::string(e.what()).find("out of host memory"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(alloc.stats().bytes_in_use, 0u);
 }
 
 }  // namespace

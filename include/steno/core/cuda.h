@@ -1,6 +1,7 @@
-// The CUDA runtime as steno's core sees it: devices, streams, device and pinned-host memory, copies. The header
-// names no CUDA type, so every target compiles with or without the toolkit; without it (STENO_HAVE_CUDA off)
-// cuda::built() is false, device_count() is 0 and everything else fails with kUnavailable and a clear message.
+// The CUDA runtime as steno's core sees it: devices, streams, green contexts, device and pinned-host memory,
+// copies. The header names no CUDA type, so every target compiles with or without the toolkit; without it
+// (STENO_HAVE_CUDA off) cuda::built() is false, device_count() is 0 and everything else fails with kUnavailable
+// and a clear message.
 #pragma once
 
 #include <cstddef>
@@ -27,13 +28,24 @@ DeviceInfo device_info(int device);
 // Throws kUnavailable unless `device` is a CUDA device this process can use.
 void check_device(Device device);
 
+// The SMs of `device` this process may use: the physical count, or the capped one under MPS with
+// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (132 on an H200, 32 at 25 %).
+int sm_count(int device);
+
 // An owned CUDA stream (non-blocking with respect to the legacy default stream) on one device.
 class Stream {
  public:
   explicit Stream(int device);
+  // Adopts `handle` (a cudaStream_t / CUstream made elsewhere, e.g. by a GreenContext) and destroys it with this
+  // Stream; `owner` (may be null) is kept alive until then: what the stream belongs to must outlive it.
+  Stream(int device, void* handle, std::shared_ptr<const void> owner);
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
+  // Moving is for handing a new stream to its owner (ops::Context::cuda(Stream)); never move a stream that an
+  // allocator or a context already refers to.
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&&) = delete;
 
   int device() const { return device_; }
   void* handle() const { return handle_; }  // a cudaStream_t
@@ -42,6 +54,41 @@ class Stream {
  private:
   int device_;
   void* handle_ = nullptr;
+  std::shared_ptr<const void> owner_;  // destroyed after handle_ (members are destroyed after the body)
+};
+
+// How the driver can partition `device`'s SMs into green contexts (cuDeviceGetDevResource): partitions are at
+// least `min_partition` SMs and a multiple of `alignment` (8 and 8 on sm_90).
+struct SmPartitioning {
+  int sms = 0;
+  int min_partition = 0;
+  int alignment = 0;
+};
+SmPartitioning sm_partitioning(int device);
+
+// A CUDA green context: a fixed set of SMs of one device (design.md §4 `green`). Work queued on its streams runs
+// only on those SMs (never fewer; the driver may use more under MPS, see gpu-sharing.md §3), so lanes with green
+// contexts cannot starve each other of SMs. Partitions of several green contexts may overlap: each is carved
+// from the whole device. Memory, modules and weights are the device's primary context's, shared with ordinary
+// streams. Built on the driver API through the runtime's entry points (no libcuda link: binaries still start on a
+// machine without a driver). Copies share one green context, destroyed with the last copy and the last stream.
+class GreenContext {
+ public:
+  // A green context of at least `sms` SMs on `device` (the driver rounds up to its granularity; sm_count() says
+  // what was provisioned). Throws kUnavailable without a CUDA build, device or green-context support (driver
+  // older than CUDA 12.5, or splitting refused as under MPS with a thread cap), kInvalidArgument when `sms` is
+  // not in [1, sm_count(device)].
+  static GreenContext create(int device, int sms);
+
+  int device() const;
+  int sm_count() const;
+  // A new non-blocking stream whose kernels run on this green context's SMs; it keeps the context alive.
+  Stream make_stream() const;
+
+ private:
+  struct State;
+  explicit GreenContext(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
 };
 
 // Makes `device` current on this thread (cudaSetDevice).

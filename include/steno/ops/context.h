@@ -34,6 +34,9 @@ class Context {
   // Several contexts on one device run concurrently and can share read-only tensors (one weight copy).
   // Throws kUnavailable without a CUDA build or device. Copies of a Context share its resources.
   static Context cuda(int device = 0);
+  // A CUDA context like cuda(device), on `stream` (on its device): e.g. a steno::cuda::GreenContext's stream, so
+  // that every op of the context runs on the green context's SMs. Takes the stream over.
+  static Context cuda(steno::cuda::Stream stream);
 
   Device device() const { return device_; }
   int num_threads() const { return pool_->num_threads(); }

@@ -50,6 +50,10 @@ struct Batch {
 // 1 - sum / (n x max) of the clip lengths; 0 for an empty batch or all-empty clips.
 double padding_waste(std::span<const int64_t> lengths);
 
+// Moves the first `n` requests of `batch` (with their queue times) into a batch of their own; both keep `formed`
+// and get their own padding waste. Executors split batches to retry them smaller.
+Batch split_front(Batch& batch, size_t n);
+
 // What the grouping needs to know about a queued request.
 struct QueuedItem {
   int64_t length = 0;  // PCM samples
@@ -74,8 +78,10 @@ class BatchQueue {
   std::vector<Completion> expire(Clock::time_point now);
 
   // The next batch if one is due at `now`; `flush` releases whatever the head's group holds without waiting
-  // (draining). Call expire() first: this does not look at deadlines or cancellation.
-  std::optional<Batch> cut(Clock::time_point now, bool flush = false);
+  // (draining). `max_size` (0: none) caps the batch below max_batch_size -- an executor that ran out of memory
+  // asks for smaller batches -- and a group that reaches the cap is released at once. Call expire() first: this
+  // does not look at deadlines or cancellation.
+  std::optional<Batch> cut(Clock::time_point now, bool flush = false, int max_size = 0);
 
   // When cut() would release a batch if nothing else happens (the oldest request's max_queue_delay); nullopt when
   // empty.

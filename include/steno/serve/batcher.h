@@ -1,9 +1,10 @@
 // One model's dynamic batcher: a thread-safe BatchQueue (batch_queue.h has the policy) that executors pull
 // batches from, plus a reaper thread that completes expired and cancelled requests on time even while every
-// executor is busy.
+// executor is busy. Executors that lose a batch (a worker process died) hand it back with requeue().
 #pragma once
 
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -33,14 +34,31 @@ class DynamicBatcher {
   // without waiting for the queue delay, then nullopt once the queue is empty.
   std::optional<Batch> next_batch();
 
+  // What pull() got: a batch; nothing yet (`until` came first); or `finished`: shut down and nothing left.
+  struct Pull {
+    std::optional<Batch> batch;
+    bool finished = false;
+  };
+  // next_batch() for executors that must look after something while idle (worker processes): a batch of at most
+  // `max_size` requests (0: max_batch_size), or nothing once `until` has passed.
+  Pull pull(int max_size, Clock::time_point until);
+
+  // Takes back a batch an executor could not finish (its worker process died), to run again before any new
+  // batch, also while draining. Its requests' deadlines and cancellation are checked again when it is pulled; a
+  // requeued batch larger than the puller's max_size is split.
+  void requeue(Batch batch);
+
   // Stops accepting (later submits complete with kShuttingDown) and wakes every waiting executor. Idempotent.
   void shutdown();
 
-  size_t queued() const;
+  size_t queued() const;  // requests waiting: queued, and requeued by executors
   const BatcherConfig& config() const { return queue_.config(); }
 
  private:
   void reap();
+  // Completes the requeued requests that were cancelled or whose deadline passed. With mu_ held.
+  std::vector<Completion> expire_requeued(Clock::time_point now);
+  size_t pending() const;  // queued plus requeued requests, with mu_ held
   // Runs the completions outside the lock: a `done` callback may call back into the service.
   void finish(std::vector<Completion> done, std::unique_lock<std::mutex>& lock);
   void size_changed();  // with mu_ held
@@ -50,6 +68,7 @@ class DynamicBatcher {
   std::condition_variable work_cv_;    // executors waiting in next_batch()
   std::condition_variable reaper_cv_;  // the reaper waiting for the next deadline or sweep
   BatchQueue queue_;
+  std::deque<Batch> requeued_;  // handed back by executors, oldest first
   bool shutting_down_ = false;
   bool stop_reaper_ = false;
   std::optional<Clock::time_point> reaper_wake_;  // when the reaper will next look; nullopt: sleeping until told

@@ -1,15 +1,18 @@
 // The inference core behind every front end: a registry of served models, each with its own DynamicBatcher and
-// lanes of executors, and the metrics of them all. Implements TranscriptionService (service.h).
+// executors -- lanes in this process, or worker processes (fleet/process_executor.h) -- and the metrics of them
+// all. Implements TranscriptionService (service.h).
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "steno/serve/batcher.h"
 #include "steno/serve/executor.h"
+#include "steno/serve/fleet/process_executor.h"
 #include "steno/serve/metrics.h"
 #include "steno/serve/service.h"
 
@@ -20,6 +23,8 @@ struct ModelSpec {
   std::string version = "1";  // the `version` label of its metrics (Triton's model version)
   std::shared_ptr<const asr::AsrModel> model;
   RunnerFactory runners;  // empty: CPU Transcriber lanes over `model` (tests inject their own)
+  // Set: the model runs in worker processes that load it themselves (`model` and `runners` are not needed).
+  std::optional<fleet::ProcessExecutorConfig> processes = std::nullopt;
 };
 
 struct CoreConfig {

@@ -21,6 +21,10 @@ namespace steno::serve {
 
 using Clock = std::chrono::steady_clock;
 
+// Test-only (`steno serve --enable-fault-injection`, header X-Steno-Fault): what a worker process does when it
+// runs a batch holding the request. See steno/serve/fleet/fault_injection.h.
+enum class InjectedFault : uint8_t { kNone, kCrash, kHang, kDeviceFault, kOom };
+
 struct TranscriptionRequest {
   std::string id;     // unique per request, for logs ("req-42")
   std::string model;  // the model's name as clients address it
@@ -31,6 +35,11 @@ struct TranscriptionRequest {
   Clock::time_point deadline = Clock::time_point::max();  // work not started by then is dropped
   // Set by the front end when the client goes away; queued work is then dropped without running.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+
+  InjectedFault fault = InjectedFault::kNone;  // tests only; kNone unless fault injection is enabled
+  // How many times a batch holding this request was lost to a worker process crashing or hanging: the fleet's
+  // poison detection fails a request alone once it reaches 2 instead of replaying it again.
+  int worker_faults = 0;
 
   struct Response;
   std::function<void(Response)> done;  // called exactly once

@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "steno/core/allocator.h"
 #include "steno/core/cuda.h"
@@ -44,6 +45,13 @@ DeviceInfo device_info(int device) {
   return {p.name, p.major, p.minor, p.multiProcessorCount, p.totalGlobalMem};
 }
 
+int sm_count(int device) {
+  check_device(Device::cuda(device));
+  int n = 0;
+  check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  return n;
+}
+
 void check_device(Device device) {
   STENO_CHECK(!device.is_cpu(), "check_device: {} is not a CUDA device", device.str());
   const int n = device_count();
@@ -60,6 +68,14 @@ Stream::Stream(int device) : device_(device) {
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
   handle_ = s;
 }
+
+Stream::Stream(int device, void* handle, std::shared_ptr<const void> owner)
+    : device_(device), handle_(handle), owner_(std::move(owner)) {
+  STENO_CHECK(handle != nullptr, "cuda::Stream: cannot adopt a null stream");
+}
+
+Stream::Stream(Stream&& other) noexcept
+    : device_(other.device_), handle_(std::exchange(other.handle_, nullptr)), owner_(std::move(other.owner_)) {}
 
 Stream::~Stream() {
   if (handle_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(handle_));

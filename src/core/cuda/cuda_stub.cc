@@ -15,7 +15,16 @@ int device_count() { return 0; }
 DeviceInfo device_info(int) { not_built("device_info"); }
 void check_device(Device device) { not_built(device.str().c_str()); }
 void set_device(int) { not_built("set_device"); }
+int sm_count(int) { not_built("sm_count"); }
+SmPartitioning sm_partitioning(int) { not_built("green contexts"); }
+struct GreenContext::State {};
+GreenContext GreenContext::create(int, int) { not_built("green contexts"); }
+int GreenContext::device() const { not_built("GreenContext"); }
+int GreenContext::sm_count() const { not_built("GreenContext"); }
+Stream GreenContext::make_stream() const { not_built("GreenContext"); }
 Stream::Stream(int device) : device_(device) { not_built("cuda::Stream"); }
+Stream::Stream(int device, void*, std::shared_ptr<const void>) : device_(device) { not_built("cuda::Stream"); }
+Stream::Stream(Stream&& other) noexcept : device_(other.device_) {}
 Stream::~Stream() = default;
 void Stream::synchronize() const { not_built("Stream::synchronize"); }
 void memcpy_async(void*, const void*, size_t, const Stream&) { not_built("memcpy_async"); }

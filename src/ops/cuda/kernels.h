@@ -62,6 +62,9 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
 int64_t attention_score_budget();
 void set_attention_score_budget(int64_t bytes);
 
+// ---- fault_cuda.cc + fault.cu (tests of supervision only) ----
+void trap_device(Context& ctx);
+
 // ---- lstm_cuda.cc + lstm.cu ----
 void lstm_cell(Context& ctx, const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
                const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh, Tensor& h_out, Tensor& c_out);

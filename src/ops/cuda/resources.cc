@@ -3,11 +3,15 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <utility>
+
 #include "steno/core/error.h"
 
 namespace steno::ops {
 
-CudaResources::CudaResources(int dev) : device(dev), stream(dev) {
+CudaResources::CudaResources(steno::cuda::Stream s) : device(s.device()), stream(std::move(s)) {
+  const int dev = device;
+  steno::cuda::set_device(dev);  // an adopted stream may come from another thread: the workspace goes on its device
   cublasLtHandle_t h = nullptr;
   const cublasStatus_t st = cublasLtCreate(&h);
   STENO_CHECK(st == CUBLAS_STATUS_SUCCESS, "cublasLtCreate failed: {}", cublasLtGetStatusString(st));

@@ -12,7 +12,8 @@
 namespace steno::ops {
 
 struct CudaResources {
-  explicit CudaResources(int device);
+  // On `stream` (a plain one of its own, or a green context's, which confines the context's kernels to its SMs).
+  explicit CudaResources(steno::cuda::Stream stream);
   ~CudaResources();
   CudaResources(const CudaResources&) = delete;
   CudaResources& operator=(const CudaResources&) = delete;

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "steno/serve/fleet/fault_injection.h"
+
 namespace steno::serve::http {
 
 bool ApiContext::serves(std::string_view model) const {
@@ -27,6 +29,14 @@ std::string ApiContext::resolve_model(std::string_view requested, const std::str
 void submit_transcription(const std::shared_ptr<ApiContext>& ctx, const HttpRequest& request, ApiStyle style,
                           Submission submission, RenderFn render, Responder respond) {
   auto req = std::make_unique<TranscriptionRequest>();
+  if (ctx->options.enable_fault_injection && request.has_header(fleet::kFaultHeader)) {
+    const std::string_view name = request.header(fleet::kFaultHeader);
+    const std::optional<InjectedFault> fault = fleet::parse_injected_fault(name);
+    if (!fault)
+      throw HttpError(400, fmt::format("{} must be crash, hang, device-fault or oom", fleet::kFaultHeader), "",
+                      "invalid_fault");
+    req->fault = *fault;
+  }
   req->id = request.id;
   req->model = submission.model;
   req->pcm = std::move(submission.pcm);

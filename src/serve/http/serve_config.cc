@@ -30,7 +30,16 @@ const std::map<std::string, Setter>& setters() {
       {"api_key", set(&ServeConfig::api_key)},
       {"max_body_mb", set(&ServeConfig::max_body_mb)},
       {"max_audio_seconds", set(&ServeConfig::max_audio_seconds)},
+      {"share", set(&ServeConfig::share)},
       {"lanes", set(&ServeConfig::lanes)},
+      {"executors", set(&ServeConfig::lanes)},  // the same count under design.md's name
+      {"heartbeat_ms", set(&ServeConfig::heartbeat_ms)},
+      {"batch_timeout_s", set(&ServeConfig::batch_timeout_s)},
+      {"enable_fault_injection", set(&ServeConfig::enable_fault_injection)},
+      {"mps_pipe_dir", set(&ServeConfig::mps_pipe_dir)},
+      {"mps_thread_percentage", set(&ServeConfig::mps_thread_percentage)},
+      {"mps_pinned_mem_limit", set(&ServeConfig::mps_pinned_mem_limit)},
+      {"green_sms", set(&ServeConfig::green_sms)},
       {"threads_per_lane", set(&ServeConfig::threads_per_lane)},
       {"max_batch", set(&ServeConfig::max_batch)},
       {"max_queue_delay_ms", set(&ServeConfig::max_queue_delay_ms)},
@@ -116,7 +125,22 @@ void validate(const ServeConfig& c) {
               c.port);
   STENO_CHECK(c.max_body_mb > 0 && c.max_body_mb <= 4096, "max_body_mb must be in (0, 4096], got {}", c.max_body_mb);
   STENO_CHECK(c.max_audio_seconds > 0, "max_audio_seconds must be > 0, got {}", c.max_audio_seconds);
-  STENO_CHECK(c.lanes >= 1, "lanes must be >= 1, got {}", c.lanes);
+  STENO_CHECK(c.share == "lanes" || c.share == "processes" || c.share == "mps" || c.share == "green",
+              "share must be lanes, processes, mps or green, got '{}'", c.share);
+  STENO_CHECK(c.lanes >= 1, "lanes (executors) must be >= 1, got {}", c.lanes);
+  STENO_CHECK(c.mps_thread_percentage >= 0 && c.mps_thread_percentage <= 100,
+              "mps_thread_percentage must be in 0..100 (0: 100 / executors), got {}", c.mps_thread_percentage);
+  STENO_CHECK(c.share == "mps" || (c.mps_pipe_dir.empty() && c.mps_thread_percentage == 0 && c.mps_pinned_mem_limit.empty()),
+              "mps_pipe_dir, mps_thread_percentage and mps_pinned_mem_limit apply to share mps only (share is '{}')",
+              c.share);
+  STENO_CHECK(c.share != "green" || c.green_sms > 0, "share green needs green_sms, the SMs of each lane (e.g. 32)");
+  STENO_CHECK(c.green_sms >= 0 && (c.green_sms == 0 || c.share == "green"),
+              "green_sms applies to share green only (share is '{}'), got {}", c.share, c.green_sms);
+  STENO_CHECK(c.heartbeat_ms >= 10, "heartbeat_ms must be >= 10, got {}", c.heartbeat_ms);
+  STENO_CHECK(c.batch_timeout_s > 0, "batch_timeout_s must be > 0, got {}", c.batch_timeout_s);
+  STENO_CHECK(!c.enable_fault_injection || (c.share != "lanes" && c.share != "green"),
+              "enable_fault_injection needs worker processes (share processes or mps): a lane cannot survive the "
+              "crash it injects");
   STENO_CHECK(c.threads_per_lane >= 0, "threads_per_lane must be >= 0, got {}", c.threads_per_lane);
   STENO_CHECK(c.max_batch >= 1, "max_batch must be >= 1, got {}", c.max_batch);
   STENO_CHECK(c.max_queue_delay_ms >= 0, "max_queue_delay_ms must be >= 0, got {}", c.max_queue_delay_ms);
@@ -152,6 +176,7 @@ ServerOptions to_server_options(const ServeConfig& c) {
   o.max_batch_size = c.max_batch;
   o.max_queue_delay_ms = c.max_queue_delay_ms;
   o.instance_count = c.lanes;
+  o.enable_fault_injection = c.enable_fault_injection;
   return o;
 }
 

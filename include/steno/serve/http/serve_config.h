@@ -24,9 +24,26 @@ struct ServeConfig {
   std::string api_key;     // also from $STENO_API_KEY (keeps it off the command line, which `ps` shows)
   double max_body_mb = 64;
   double max_audio_seconds = 1200;
-  // The inference core (batcher and lanes).
-  int lanes = 1;
-  int threads_per_lane = 0;  // 0: the machine's threads shared out among the lanes
+  // The inference core (batcher and executors).
+  // How the executors share the device (design.md §4): lanes (threads in this process), processes (worker
+  // processes), mps (worker processes under CUDA MPS), green (lanes in CUDA green contexts).
+  std::string share = "lanes";
+  int lanes = 1;             // the executor count of every mode (--lanes, or its alias --executors)
+  int threads_per_lane = 0;  // CPU threads per executor; 0: the machine's threads shared out among them
+  // Worker processes: heartbeat interval (a worker silent for 5 is hung) and the floor of a batch's deadline
+  // (which is max(this, the batch's seconds of audio)).
+  int heartbeat_ms = 1000;
+  double batch_timeout_s = 30;
+  // Tests only: honour the X-Steno-Fault request header (worker processes crash, hang, fault or run out of memory
+  // on purpose; steno/serve/fleet/fault_injection.h). Refused with --share lanes.
+  bool enable_fault_injection = false;
+  // --share mps: join the daemon on this pipe directory instead of starting a private one; each worker's
+  // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (0: 100 / workers) and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT ("" : none).
+  std::string mps_pipe_dir;
+  int mps_thread_percentage = 0;
+  std::string mps_pinned_mem_limit;
+  // --share green: SMs per lane's green context (a multiple of 8 on Hopper).
+  int green_sms = 0;
   int max_batch = 16;
   double max_queue_delay_ms = 10;
   int max_queue_size = 1024;

@@ -62,6 +62,8 @@ struct ServerOptions {
   int max_batch_size = 0;
   double max_queue_delay_ms = 0;
   int instance_count = 0;  // executor lanes
+  // Tests only: honour the X-Steno-Fault header on transcription requests (fleet/fault_injection.h). Off: ignored.
+  bool enable_fault_injection = false;
 
   std::string server_name = "steno";
   std::string server_version = "0.1.0";

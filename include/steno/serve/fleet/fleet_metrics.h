@@ -1,0 +1,62 @@
+// The worker fleet's Prometheus series, beside the core's (metrics.h), labelled by model and version:
+//   steno_worker_restarts_total{reason}    counter: workers restarted, by why the old one ended: exit (it exited),
+//                                          signal (killed by a signal), hang (no heartbeat, or a batch past its
+//                                          deadline: SIGKILLed), protocol (it broke the wire protocol: SIGKILLed),
+//                                          group (killed because another worker of its group faulted)
+//   steno_workers_up                       gauge: workers started and ready
+//   steno_replayed_requests_total          counter: requests run again after their worker was lost
+//   steno_poisoned_requests_total          counter: requests failed alone for crashing workers twice
+//   steno_batch_splits_total               counter: batches split in halves after running out of memory
+//   steno_batch_cap                        gauge: the largest batch the executor asks the batcher for
+//   steno_worker_memory_bytes{worker,memory}  gauge: each worker's last reported memory (memory="host": its
+//                                          resident set; "device": its device memory, when the worker reports it)
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace prometheus {
+class Registry;
+class Counter;
+class Gauge;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace steno::serve::fleet {
+
+enum class RestartReason { kExit, kSignal, kHang, kProtocol, kGroup };
+const char* restart_reason_name(RestartReason r);
+
+// Thread-safe (prometheus-cpp's metrics are); lives as long as the registry it registers in.
+class FleetMetrics {
+ public:
+  FleetMetrics(prometheus::Registry& registry, const std::string& model, const std::string& version, int workers);
+
+  void worker_restarted(RestartReason reason);
+  void worker_up();
+  void worker_down();
+  void requests_replayed(int n);
+  void request_poisoned();
+  void batch_split();
+  void set_batch_cap(int cap);
+  // kMemoryNotReported (wire.h) leaves that series unset.
+  void set_worker_memory(int worker, uint64_t host_bytes, uint64_t device_bytes);
+
+ private:
+  std::vector<prometheus::Counter*> restarts_;  // by RestartReason
+  prometheus::Gauge* up_;
+  prometheus::Counter* replayed_;
+  prometheus::Counter* poisoned_;
+  prometheus::Counter* splits_;
+  prometheus::Gauge* cap_;
+  prometheus::Family<prometheus::Gauge>* memory_;
+  std::string model_, version_;
+  std::mutex memory_mu_;
+  std::vector<prometheus::Gauge*> host_memory_;    // by worker
+  std::vector<prometheus::Gauge*> device_memory_;  // by worker; added once the worker reports device memory
+};
+
+}  // namespace steno::serve::fleet

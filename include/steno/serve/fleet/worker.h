@@ -1,0 +1,33 @@
+// `steno worker`: one worker process of the fleet (the `processes` mode of design.md §4), started by the server
+// with its end of a socketpair. It loads the model, says Hello, then runs each RunBatch it receives with the same
+// Transcriber runner the lanes use (transcriber_runners, executor.h) and answers it with the transcripts or the
+// error the batch threw. A thread of its own sends a heartbeat with the process's memory every interval, also
+// during a batch. It exits when the server closes the socket, and the parent-death signal ends it if the server
+// dies first: a worker never outlives its server.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "steno/core/device.h"
+#include "steno/core/dtype.h"
+#include "steno/ops/context.h"
+
+namespace steno::serve::fleet {
+
+struct WorkerOptions {
+  int socket_fd = -1;  // this worker's end of the socket (inherited from the server)
+  int index = 0;       // its place in the fleet, for logs
+  std::string model_dir;
+  Device device = Device::cpu();
+  DType dtype = DType::kF32;
+  int threads = 0;  // CPU threads (0: the machine's)
+  ops::GemmBackend gemm = ops::GemmBackend::kOneDnn;
+  std::chrono::milliseconds heartbeat{1000};
+};
+
+// Serves batches until the server closes the socket (returns 0). A protocol error from the server is logged and
+// returns 2. Throws steno::Error when the model cannot be loaded (the server sees the worker exit before Hello).
+int run_worker(const WorkerOptions& options);
+
+}  // namespace steno::serve::fleet

@@ -1,0 +1,161 @@
+// Green contexts (cuda.h) on the CUDA driver API. The driver functions come from the runtime's
+// cudaGetDriverEntryPointByVersion rather than from linking libcuda: a binary linked to libcuda.so.1 would not
+// even start on a machine without the driver (CI), whereas cudart loads the driver itself and reports its absence
+// as an error we can word.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+
+#include <string>
+#include <vector>
+
+#include "steno/core/cuda.h"
+#include "steno/core/error.h"
+
+namespace steno::cuda {
+namespace {
+
+// The driver entry points green contexts need, at the ABI version of the typedefs used (cuGreenCtxStreamCreate
+// is the newest: CUDA 12.5).
+struct Driver {
+  PFN_cuDeviceGet_v2000 device_get = nullptr;
+  PFN_cuGetErrorName_v6000 error_name = nullptr;
+  PFN_cuDeviceGetDevResource_v12040 get_resource = nullptr;
+  PFN_cuDevSmResourceSplitByCount_v12040 split_by_count = nullptr;
+  PFN_cuDevResourceGenerateDesc_v12040 generate_desc = nullptr;
+  PFN_cuGreenCtxCreate_v12040 create = nullptr;
+  PFN_cuGreenCtxDestroy_v12040 destroy = nullptr;
+  PFN_cuGreenCtxStreamCreate_v12050 stream_create = nullptr;
+  std::vector<std::string> missing;  // symbols this driver lacks
+};
+
+template <typename Fn>
+void resolve(Driver& d, Fn& fn, const char* symbol, unsigned version) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(symbol, &p, version, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || p == nullptr) {
+    cudaGetLastError();
+    d.missing.emplace_back(symbol);
+    return;
+  }
+  fn = reinterpret_cast<Fn>(p);
+}
+
+const Driver& driver() {
+  static const Driver d = [] {
+    Driver r;
+    resolve(r, r.device_get, "cuDeviceGet", 2000);
+    resolve(r, r.error_name, "cuGetErrorName", 6000);
+    resolve(r, r.get_resource, "cuDeviceGetDevResource", 12040);
+    resolve(r, r.split_by_count, "cuDevSmResourceSplitByCount", 12040);
+    resolve(r, r.generate_desc, "cuDevResourceGenerateDesc", 12040);
+    resolve(r, r.create, "cuGreenCtxCreate", 12040);
+    resolve(r, r.destroy, "cuGreenCtxDestroy", 12040);
+    resolve(r, r.stream_create, "cuGreenCtxStreamCreate", 12050);
+    return r;
+  }();
+  return d;
+}
+
+// The driver with every green-context entry point, after making `device` current with its primary context
+// initialised (cuGreenCtxCreate advises it: otherwise each green context initialises and tears down the primary).
+const Driver& driver_for(int device) {
+  check_device(Device::cuda(device));
+  set_device(device);
+  if (cudaFree(nullptr) != cudaSuccess) {
+    cudaGetLastError();
+    fail(ErrorCode::kUnavailable, "cuda:{}: cannot initialise the device's primary context", device);
+  }
+  const Driver& d = driver();
+  if (!d.missing.empty()) {
+    int version = 0;
+    cudaDriverGetVersion(&version);
+    std::string missing;
+    for (const std::string& m : d.missing) missing += (missing.empty() ? "" : ", ") + m;
+    fail(ErrorCode::kUnavailable,
+         "green contexts are not available: the CUDA driver (version {}.{}) lacks {} (green contexts need a driver "
+         "for CUDA 12.5 or newer)",
+         version / 1000, version % 1000 / 10, missing);
+  }
+  return d;
+}
+
+void check(const Driver& d, CUresult r, const char* what, int device) {
+  if (r == CUDA_SUCCESS) return;
+  const char* name = "unknown";
+  d.error_name(r, &name);
+  // Out of resources and MPS refusals are "cannot have it here", not bugs.
+  const ErrorCode code = r == CUDA_ERROR_OUT_OF_MEMORY ? ErrorCode::kResourceExhausted : ErrorCode::kUnavailable;
+  if (r == CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION)
+    fail(code, "cuda:{}: {} failed ({}): the driver refuses this SM split; under MPS with "
+         "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE below 100 every split fails (gpu-sharing.md §1): use --share green "
+         "without MPS", device, what, name);
+  fail(code, "cuda:{}: {} failed ({})", device, what, name);
+}
+
+CUdevResource device_sms(const Driver& d, int device, CUdevice* dev) {
+  check(d, d.device_get(dev, device), "cuDeviceGet", device);
+  CUdevResource all{};
+  check(d, d.get_resource(*dev, &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource", device);
+  return all;
+}
+
+}  // namespace
+
+struct GreenContext::State {
+  int device = 0;
+  int sms = 0;
+  CUgreenCtx ctx = nullptr;
+  ~State() {
+    if (ctx != nullptr) driver().destroy(ctx);
+  }
+};
+
+SmPartitioning sm_partitioning(int device) {
+  const Driver& d = driver_for(device);
+  CUdevice dev = 0;
+  const CUdevResource all = device_sms(d, device, &dev);
+  return {static_cast<int>(all.sm.smCount), static_cast<int>(all.sm.minSmPartitionSize),
+          static_cast<int>(all.sm.smCoscheduledAlignment)};
+}
+
+GreenContext GreenContext::create(int device, int sms) {
+  const Driver& d = driver_for(device);
+  CUdevice dev = 0;
+  CUdevResource all = device_sms(d, device, &dev);
+  STENO_CHECK(sms >= 1 && sms <= static_cast<int>(all.sm.smCount),
+              "a green context of {} SMs does not fit cuda:{}, which has {} SMs", sms, device, all.sm.smCount);
+
+  // One group of at least `sms` SMs; the rest of the device goes to `remaining`, which nobody uses: every green
+  // context is carved from the whole device, so several of them may overlap.
+  CUdevResource group{};
+  CUdevResource remaining{};
+  unsigned groups = 1;
+  check(d, d.split_by_count(&group, &groups, &all, &remaining, 0, static_cast<unsigned>(sms)),
+        "cuDevSmResourceSplitByCount", device);
+  if (groups != 1)
+    fail(ErrorCode::kUnavailable, "cuda:{}: cannot carve a group of {} SMs out of {}", device, sms, all.sm.smCount);
+
+  CUdevResourceDesc desc = nullptr;
+  check(d, d.generate_desc(&desc, &group, 1), "cuDevResourceGenerateDesc", device);
+  auto state = std::make_shared<State>();
+  state->device = device;
+  state->sms = static_cast<int>(group.sm.smCount);
+  check(d, d.create(&state->ctx, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate", device);
+  return GreenContext(std::move(state));
+}
+
+int GreenContext::device() const { return state_->device; }
+int GreenContext::sm_count() const { return state_->sms; }
+
+Stream GreenContext::make_stream() const {
+  const Driver& d = driver();
+  CUstream s = nullptr;
+  // The stream belongs to the device's primary context (cuStreamGetCtx says so), so the runtime API, cuBLASLt and
+  // stream-ordered pools use it like any stream; only its kernels are confined to the green context's SMs.
+  check(d, d.stream_create(&s, state_->ctx, CU_STREAM_NON_BLOCKING, 0), "cuGreenCtxStreamCreate", state_->device);
+  return Stream(state_->device, s, state_);
+}
+
+}  // namespace steno::cuda

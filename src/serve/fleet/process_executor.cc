@@ -1,0 +1,518 @@
+#include "steno/serve/fleet/process_executor.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
+
+#include "steno/core/error.h"
+#include "steno/serve/fleet/shared_pcm.h"
+
+namespace steno::serve::fleet {
+namespace {
+
+using std::chrono::milliseconds;
+
+// The batch cap grows back by one after this many batches in a row succeed below the configured maximum.
+constexpr int kCapRecoveryBatches = 100;
+// While draining, a worker that fails to start this many times in a row is given up: its requests fail.
+constexpr int kStartAttemptsWhileDraining = 3;
+// How long a worker whose socket closed may take to exit before it is SIGKILLed; and one asked to stop.
+constexpr milliseconds kExitGrace{1000};
+constexpr milliseconds kStopGrace{2000};
+
+double ms_between(Clock::time_point from, Clock::time_point to) {
+  return std::max(0.0, std::chrono::duration<double, std::milli>(to - from).count());
+}
+
+double audio_seconds(const Batch& b) {
+  double samples = 0;
+  for (const auto& r : b.requests) samples += static_cast<double>(r->pcm.size());
+  return samples / kPcmSampleRate;
+}
+
+}  // namespace
+
+// One worker and what its dispatcher knows about it. `worker`, `last_frame` and `failures` belong to the slot's
+// dispatcher thread; `mu` guards `live_pid` and `group_victim`, which other dispatchers touch in a group restart
+// (the pid is only signalled under `mu`, and reaped under it, so a signal never reaches a recycled pid).
+struct ProcessExecutor::Slot {
+  int index = 0;
+  std::unique_ptr<WorkerProcess> worker;
+  Clock::time_point last_frame;
+  int failures = 0;  // consecutive losses and failed starts: the backoff's exponent
+  std::mutex mu;
+  pid_t live_pid = 0;
+  bool group_victim = false;
+  std::thread thread;
+};
+
+struct ProcessExecutor::Loss {
+  RestartReason reason;  // kExit stands for "it went away": refined to kExit or kSignal by its exit status
+  std::string why;
+};
+
+void ProcessExecutorConfig::validate() const {
+  STENO_CHECK(workers >= 1, "need at least one worker process, got {}", workers);
+  STENO_CHECK(!command.model_dir.empty(), "the worker command needs a model directory");
+  STENO_CHECK(heartbeat_interval.count() > 0, "heartbeat interval must be > 0 ms");
+  STENO_CHECK(missed_heartbeats >= 2, "missed_heartbeats must be >= 2, got {}", missed_heartbeats);
+  STENO_CHECK(batch_timeout_floor.count() > 0, "batch timeout must be > 0 ms");
+  STENO_CHECK(batch_timeout_per_audio_second >= 0, "batch_timeout_per_audio_second must be >= 0");
+  STENO_CHECK(startup_timeout.count() > 0, "startup timeout must be > 0 ms");
+  STENO_CHECK(restart_backoff_initial.count() >= 0 && restart_backoff_max >= restart_backoff_initial,
+              "restart backoff: need 0 <= initial <= max");
+}
+
+std::vector<std::string> worker_arguments(const ProcessExecutorConfig& config, int worker) {
+  const WorkerCommand& c = config.command;
+  std::string level = c.log_level;
+  if (level.empty()) {
+    const auto name = spdlog::level::to_string_view(spdlog::get_level());
+    level.assign(name.data(), name.size());
+  }
+  return {"--log-level",
+          level,
+          "worker",
+          "--socket-fd",
+          std::to_string(kWorkerSocketFd),
+          "--index",
+          std::to_string(worker),
+          "--model",
+          c.model_dir,
+          "--device",
+          c.device.str(),
+          "--dtype",
+          dtype_name(c.dtype),
+          "--threads",
+          std::to_string(c.threads),
+          "--gemm",
+          ops::gemm_backend_name(c.gemm),
+          "--heartbeat-ms",
+          std::to_string(config.heartbeat_interval.count())};
+}
+
+ProcessExecutor::ProcessExecutor(ProcessExecutorConfig config, DynamicBatcher& batcher, RequestCompleter complete,
+                                 ModelMetrics* metrics, FleetMetrics* fleet_metrics)
+    : config_(std::move(config)),
+      batcher_(batcher),
+      complete_(complete),
+      metrics_(metrics),
+      fleet_metrics_(fleet_metrics),
+      batch_cap_(batcher.config().max_batch_size) {
+  config_.validate();
+  STENO_CHECK(batch_cap_ <= static_cast<int>(kMaxClipsPerBatch), "worker processes take batches of at most {}, not {}",
+              kMaxClipsPerBatch, batch_cap_);
+  if (fleet_metrics_) fleet_metrics_->set_batch_cap(batch_cap_);
+  for (int i = 0; i < config_.workers; ++i) {
+    slots_.push_back(std::make_unique<Slot>());
+    slots_.back()->index = i;
+  }
+  // All load their models side by side; the first that fails stops the start-up (the others are killed when
+  // their slots go).
+  for (auto& s : slots_) {
+    s->worker = WorkerProcess::spawn(launch(s->index));
+    s->live_pid = s->worker->pid();
+  }
+  for (auto& s : slots_) {
+    if (auto error = await_ready(*s))
+      fail(ErrorCode::kUnavailable, "worker {} could not start: {} (its messages are above)", s->index, *error);
+    if (fleet_metrics_) fleet_metrics_->worker_up();
+  }
+  spdlog::info("{} worker processes ready", slots_.size());
+  for (auto& s : slots_) s->thread = std::thread([this, slot = s.get()] { dispatch(*slot); });
+}
+
+ProcessExecutor::~ProcessExecutor() {
+  batcher_.shutdown();  // without it, the dispatchers would wait for batches forever
+  join();
+}
+
+void ProcessExecutor::join() {
+  std::lock_guard lock(join_mu_);
+  stopping_ = true;
+  for (auto& s : slots_)
+    if (s->thread.joinable()) s->thread.join();
+}
+
+WorkerLaunch ProcessExecutor::launch(int worker) const {
+  WorkerLaunch l;
+  l.executable = config_.command.executable;
+  l.args = worker_arguments(config_, worker);
+  if (config_.worker_env) l.env = config_.worker_env(worker);
+  return l;
+}
+
+std::optional<std::string> ProcessExecutor::await_ready(Slot& s) {
+  const Clock::time_point deadline = Clock::now() + config_.startup_timeout;
+  std::string error;
+  while (error.empty()) {
+    const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) {
+      error = fmt::format("it did not load the model within {} s", config_.startup_timeout.count() / 1000.0);
+      break;
+    }
+    try {
+      auto in = s.worker->socket().receive(left);
+      if (!in) continue;
+      const auto* hello = std::get_if<Hello>(&in->message);
+      if (hello == nullptr || hello->worker_index != s.index)
+        throw ProtocolError(
+            fmt::format("expected its hello, got a {} message", message_type_name(type_of(in->message))));
+      s.last_frame = Clock::now();
+      return std::nullopt;
+    } catch (const PeerClosed&) {
+      error = "it exited before it was ready";
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  ExitStatus status;
+  {
+    std::lock_guard lock(s.mu);
+    const auto exited = s.worker->wait(kExitGrace);
+    status = exited ? *exited : s.worker->kill_and_reap();
+    s.live_pid = 0;
+    s.group_victim = false;
+  }
+  return fmt::format("pid {}: {} ({})", s.worker->pid(), error, status.str());
+}
+
+bool ProcessExecutor::start_worker(Slot& s) {
+  try {
+    auto worker = WorkerProcess::spawn(launch(s.index));
+    std::lock_guard lock(s.mu);
+    s.worker = std::move(worker);
+    s.live_pid = s.worker->pid();
+  } catch (const Error& e) {
+    spdlog::error("worker {}: cannot start a process: {}", s.index, e.what());
+    ++s.failures;
+    return false;
+  }
+  if (auto error = await_ready(s)) {
+    spdlog::error("worker {} could not start: {}", s.index, *error);
+    s.worker.reset();
+    ++s.failures;
+    return false;
+  }
+  if (fleet_metrics_) fleet_metrics_->worker_up();
+  spdlog::warn("worker {} restarted (pid {})", s.index, s.worker->pid());
+  return true;
+}
+
+bool ProcessExecutor::restart(Slot& s) {
+  for (;;) {
+    if (stopping_ && batcher_.queued() == 0) return false;  // draining, and nothing is left for a new worker
+    if (stopping_ && s.failures >= kStartAttemptsWhileDraining) {
+      fail_remaining(fmt::format("no worker process could be started for worker {}", s.index));
+      return false;
+    }
+    if (s.failures > 0) {
+      const double factor = std::ldexp(1.0, std::min(s.failures - 1, 20));
+      const auto delay = std::min<milliseconds>(
+          config_.restart_backoff_max,
+          milliseconds(static_cast<int64_t>(static_cast<double>(config_.restart_backoff_initial.count()) * factor)));
+      std::this_thread::sleep_for(delay);
+    }
+    if (start_worker(s)) return true;
+  }
+}
+
+void ProcessExecutor::dispatch(Slot& s) {
+  for (;;) {
+    if (!s.worker && !restart(s)) break;
+    if (auto loss = check_idle(s)) {
+      on_lost(s, *loss, std::nullopt);
+      continue;
+    }
+    DynamicBatcher::Pull pull = batcher_.pull(batch_cap(), Clock::now() + config_.heartbeat_interval);
+    if (pull.finished) break;
+    if (!pull.batch) continue;
+    if (auto loss = check_idle(s)) {  // lost while this slot waited for work: the batch goes to another worker
+      batcher_.requeue(std::move(*pull.batch));
+      on_lost(s, *loss, std::nullopt);
+      continue;
+    }
+    run_batch(s, std::move(*pull.batch));
+  }
+  retire(s);
+}
+
+std::optional<ProcessExecutor::Loss> ProcessExecutor::check_idle(Slot& s) {
+  {
+    std::lock_guard lock(s.mu);
+    if (s.group_victim) return Loss{RestartReason::kGroup, "killed to restart its group"};
+  }
+  try {
+    while (auto in = s.worker->socket().receive(milliseconds(0))) {
+      const auto* beat = std::get_if<Heartbeat>(&in->message);
+      if (beat == nullptr)
+        throw ProtocolError(fmt::format("a {} message while idle", message_type_name(type_of(in->message))));
+      on_heartbeat(s, *beat);
+    }
+  } catch (const PeerClosed&) {
+    return Loss{RestartReason::kExit, "it closed its connection while idle"};
+  } catch (const ProtocolError& e) {
+    return Loss{RestartReason::kProtocol, e.what()};
+  } catch (const Error& e) {
+    return Loss{RestartReason::kExit, e.what()};
+  }
+  const milliseconds silence = std::chrono::duration_cast<milliseconds>(Clock::now() - s.last_frame);
+  if (silence > config_.heartbeat_interval * config_.missed_heartbeats)
+    return Loss{RestartReason::kHang, fmt::format("no heartbeat for {} ms while idle", silence.count())};
+  return std::nullopt;
+}
+
+void ProcessExecutor::on_heartbeat(Slot& s, const Heartbeat& beat) {
+  s.last_frame = Clock::now();
+  if (fleet_metrics_) fleet_metrics_->set_worker_memory(s.index, beat.host_rss_bytes, beat.device_bytes);
+}
+
+void ProcessExecutor::run_batch(Slot& s, Batch batch) {
+  const size_t n = batch.requests.size();
+  RunBatch message;
+  message.batch_id = ++next_batch_id_;
+  std::optional<SharedPcm> pcm;
+  try {
+    std::vector<std::span<const float>> clips;
+    clips.reserve(n);
+    for (const auto& r : batch.requests) clips.emplace_back(r->pcm);
+    pcm.emplace(SharedPcm::create(clips, &message.clips));
+  } catch (const Error& e) {
+    spdlog::error("worker {}: cannot share a batch of {} with it: {}", s.index, n, e.what());
+    complete(batch, Clock::now(), Clock::now(), {}, nullptr, e.what());
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) message.clips[i].fault = batch.requests[i]->fault;
+  const double audio_s = audio_seconds(batch);
+  const auto budget = std::max<milliseconds>(
+      config_.batch_timeout_floor,
+      milliseconds(static_cast<int64_t>(audio_s * config_.batch_timeout_per_audio_second * 1000)));
+  const Clock::time_point start = Clock::now();
+  try {
+    s.worker->socket().send(message, pcm->fd(), config_.heartbeat_interval * config_.missed_heartbeats);
+  } catch (const PeerClosed&) {
+    on_lost(s, Loss{RestartReason::kExit, "it closed its connection"}, std::move(batch));
+    return;
+  } catch (const Error& e) {
+    on_lost(s, Loss{RestartReason::kHang, fmt::format("it did not take the batch: {}", e.what())}, std::move(batch));
+    return;
+  }
+  pcm.reset();  // the worker holds the memory now; the server's mapping is not needed any more
+
+  Answer answer = await_answer(s, message.batch_id, n, start + budget);
+  const Clock::time_point end = Clock::now();
+  if (auto* lost = std::get_if<Loss>(&answer)) {
+    if (lost->reason == RestartReason::kHang && end >= start + budget)
+      lost->why = fmt::format("a batch of {:.1f} s of audio ran past its deadline of {:.1f} s", audio_s,
+                              std::chrono::duration<double>(budget).count());
+    on_lost(s, *lost, std::move(batch));
+    return;
+  }
+  if (auto* result = std::get_if<BatchResult>(&answer)) {
+    s.failures = 0;
+    batch_succeeded();
+    complete(batch, start, end, result->timings, &result->transcripts, "");
+    return;
+  }
+  const BatchFailed& failed = std::get<BatchFailed>(answer);
+  if (failed.code == ErrorCode::kResourceExhausted && n > 1) {
+    lower_batch_cap(static_cast<int>(n));
+    if (fleet_metrics_) fleet_metrics_->batch_split();
+    spdlog::warn("worker {} (pid {}): a batch of {} ran out of memory ({}); retrying it in halves, batch cap now {}",
+                 s.index, s.worker->pid(), n, failed.message, batch_cap());
+    Batch first = split_front(batch, n / 2);
+    batcher_.requeue(std::move(first));
+    batcher_.requeue(std::move(batch));
+    return;
+  }
+  spdlog::error("worker {} (pid {}): a batch of {} failed: {}", s.index, s.worker->pid(), n, failed.message);
+  complete(batch, start, end, {}, nullptr, failed.message);
+}
+
+ProcessExecutor::Answer ProcessExecutor::await_answer(Slot& s, uint64_t batch_id, size_t clips,
+                                                      Clock::time_point deadline) {
+  const milliseconds silence_limit = config_.heartbeat_interval * config_.missed_heartbeats;
+  for (;;) {
+    const Clock::time_point now = Clock::now();
+    if (now >= s.last_frame + silence_limit)
+      return Loss{RestartReason::kHang,
+                  fmt::format("no heartbeat for {} ms during a batch",
+                              std::chrono::duration_cast<milliseconds>(now - s.last_frame).count())};
+    if (now >= deadline) return Loss{RestartReason::kHang, "its batch ran past its deadline"};
+    try {
+      const auto wait = std::chrono::ceil<milliseconds>(std::min(deadline, s.last_frame + silence_limit) - now);
+      auto in = s.worker->socket().receive(std::max(wait, milliseconds(1)));
+      if (!in) continue;
+      s.last_frame = Clock::now();
+      if (const auto* beat = std::get_if<Heartbeat>(&in->message)) {
+        on_heartbeat(s, *beat);
+        continue;
+      }
+      if (auto* result = std::get_if<BatchResult>(&in->message)) {
+        if (result->batch_id != batch_id || result->transcripts.size() != clips)
+          throw ProtocolError(fmt::format("a result for batch {} with {} transcripts, expected batch {} of {}",
+                                          result->batch_id, result->transcripts.size(), batch_id, clips));
+        return std::move(*result);
+      }
+      if (auto* failed = std::get_if<BatchFailed>(&in->message)) {
+        if (failed->batch_id != batch_id)
+          throw ProtocolError(fmt::format("a failure for batch {}, expected batch {}", failed->batch_id, batch_id));
+        return std::move(*failed);
+      }
+      throw ProtocolError(fmt::format("a {} message during a batch", message_type_name(type_of(in->message))));
+    } catch (const PeerClosed&) {
+      std::lock_guard lock(s.mu);
+      if (s.group_victim) return Loss{RestartReason::kGroup, "killed to restart its group"};
+      return Loss{RestartReason::kExit, "it closed its connection during a batch"};
+    } catch (const ProtocolError& e) {
+      return Loss{RestartReason::kProtocol, e.what()};
+    } catch (const Error& e) {
+      return Loss{RestartReason::kExit, e.what()};
+    }
+  }
+}
+
+void ProcessExecutor::on_lost(Slot& s, const Loss& loss, std::optional<Batch> batch) {
+  ExitStatus status;
+  bool victim = false;
+  const pid_t pid = s.worker->pid();
+  {
+    std::lock_guard lock(s.mu);
+    // One that went away by itself gets a moment to finish exiting; a hung or misbehaving one is killed now.
+    std::optional<ExitStatus> exited;
+    if (loss.reason == RestartReason::kExit || loss.reason == RestartReason::kGroup)
+      exited = s.worker->wait(kExitGrace);
+    status = exited ? *exited : s.worker->kill_and_reap();
+    s.live_pid = 0;
+    victim = std::exchange(s.group_victim, false);
+  }
+  RestartReason reason = loss.reason;
+  if (victim)
+    reason = RestartReason::kGroup;
+  else if (reason == RestartReason::kExit && status.signaled)
+    reason = RestartReason::kSignal;
+  const size_t n = batch ? batch->requests.size() : 0;
+  spdlog::error("worker {} (pid {}) lost ({}): {}; it ended with {}; {}", s.index, pid, restart_reason_name(reason),
+                loss.why, status.str(), n > 0 ? fmt::format("replaying its batch of {}", n) : "it was idle");
+  if (fleet_metrics_) {
+    fleet_metrics_->worker_down();
+    fleet_metrics_->worker_restarted(reason);
+  }
+  s.worker.reset();
+  if (!victim) ++s.failures;
+  if (batch) replay(std::move(*batch), /*charge=*/!victim, reason == RestartReason::kHang ? "hung" : "crashed");
+  if (config_.restart_group_on_fault && !victim) restart_group(s);
+}
+
+void ProcessExecutor::replay(Batch batch, bool charge, const std::string& why) {
+  const size_t n = batch.requests.size();
+  if (!charge) {
+    if (fleet_metrics_) fleet_metrics_->requests_replayed(static_cast<int>(n));
+    batcher_.requeue(std::move(batch));
+    return;
+  }
+  // Each request alone: a poison request then takes down only itself, and is recognized the second time.
+  while (!batch.requests.empty()) {
+    Batch one = split_front(batch, 1);
+    TranscriptionRequest& r = *one.requests.front();
+    if (++r.worker_faults < 2) {
+      if (fleet_metrics_) fleet_metrics_->requests_replayed(1);
+      batcher_.requeue(std::move(one));
+      continue;
+    }
+    spdlog::error("request {} {} the worker twice; failing it alone", r.id, why);
+    if (fleet_metrics_) fleet_metrics_->request_poisoned();
+    Completion c = reject(std::move(one.requests.front()), Outcome::kError,
+                          fmt::format("request {} the worker twice; not retried", why),
+                          ms_between(one.enqueued.front(), Clock::now()));
+    c.response.batch_size = static_cast<int>(n);
+    complete_(std::move(c));
+  }
+}
+
+void ProcessExecutor::restart_group(const Slot& faulted) {
+  spdlog::warn("worker {} faulted: restarting every worker of its group", faulted.index);
+  for (auto& other : slots_) {
+    if (other.get() == &faulted) continue;
+    std::lock_guard lock(other->mu);
+    if (other->live_pid <= 0) continue;
+    other->group_victim = true;
+    ::kill(other->live_pid, SIGKILL);
+  }
+}
+
+void ProcessExecutor::retire(Slot& s) {
+  if (!s.worker) return;
+  ExitStatus status;
+  {
+    std::lock_guard lock(s.mu);
+    status = s.worker->stop(kStopGrace);
+    s.live_pid = 0;
+  }
+  spdlog::info("worker {} (pid {}) stopped: {}", s.index, s.worker->pid(), status.str());
+  if (fleet_metrics_) fleet_metrics_->worker_down();
+  s.worker.reset();
+}
+
+void ProcessExecutor::fail_remaining(const std::string& why) {
+  spdlog::error("{}: failing the requests left", why);
+  for (;;) {
+    DynamicBatcher::Pull pull = batcher_.pull(0, Clock::now());
+    if (pull.finished || !pull.batch) return;
+    complete(*pull.batch, Clock::now(), Clock::now(), {}, nullptr, why);
+  }
+}
+
+void ProcessExecutor::complete(Batch& batch, Clock::time_point start, Clock::time_point end,
+                               const asr::StageTimings& timings, std::vector<asr::Transcript>* transcripts,
+                               const std::string& error) {
+  const int n = static_cast<int>(batch.requests.size());
+  StageDurations d;
+  d.compute_ms = ms_between(start, end);
+  d.features_ms = timings.features_ms;
+  d.encoder_ms = timings.encoder_ms;
+  d.decoder_ms = timings.decoder_ms;
+  d.detokenize_ms = timings.detokenize_ms;
+  // Batch metrics before the requests': a client that has its answer sees its batch counted.
+  if (transcripts != nullptr && metrics_) metrics_->batch_executed(n, batch.padding_waste, d);
+  for (int i = 0; i < n; ++i) {
+    Completion c;
+    c.response.durations = d;
+    c.response.durations.queue_ms = ms_between(batch.enqueued[static_cast<size_t>(i)], start);
+    c.response.batch_size = n;
+    if (transcripts != nullptr) {
+      c.response.transcript = std::move((*transcripts)[static_cast<size_t>(i)]);
+    } else {
+      c.response.outcome = Outcome::kError;
+      c.response.message = error;
+    }
+    c.request = std::move(batch.requests[static_cast<size_t>(i)]);
+    complete_(std::move(c));
+  }
+}
+
+int ProcessExecutor::batch_cap() {
+  std::lock_guard lock(cap_mu_);
+  return batch_cap_;
+}
+
+void ProcessExecutor::lower_batch_cap(int failed_batch_size) {
+  std::lock_guard lock(cap_mu_);
+  batch_cap_ = std::min(batch_cap_, std::max(1, failed_batch_size / 2));
+  successes_at_cap_ = 0;
+  if (fleet_metrics_) fleet_metrics_->set_batch_cap(batch_cap_);
+}
+
+void ProcessExecutor::batch_succeeded() {
+  std::lock_guard lock(cap_mu_);
+  if (batch_cap_ >= batcher_.config().max_batch_size || ++successes_at_cap_ < kCapRecoveryBatches) return;
+  ++batch_cap_;
+  successes_at_cap_ = 0;
+  if (fleet_metrics_) fleet_metrics_->set_batch_cap(batch_cap_);
+  spdlog::info("batch cap back up to {}", batch_cap_);
+}
+
+}  // namespace steno::serve::fleet

@@ -1,0 +1,184 @@
+#include "steno/serve/fleet/worker.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "steno/asr/model.h"
+#include "steno/serve/executor.h"
+#include "steno/serve/fleet/fault_injection.h"
+#include "steno/serve/fleet/framed_socket.h"
+#include "steno/serve/fleet/shared_pcm.h"
+
+namespace steno::serve::fleet {
+namespace {
+
+uint64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size_pages = 0, resident_pages = 0;
+  if (!(statm >> size_pages >> resident_pages)) return kMemoryNotReported;
+  return resident_pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// Sends a heartbeat every interval until stopped or the server is gone.
+class HeartbeatThread {
+ public:
+  HeartbeatThread(FramedSocket& socket, std::chrono::milliseconds interval)
+      : socket_(socket), interval_(interval), thread_([this] { run(); }) {}
+  ~HeartbeatThread() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_for(lock, interval_, [this] { return stop_; })) {
+      // Device memory: the Transcriber's context does not expose its pool's size to the runner interface.
+      const Heartbeat beat{resident_bytes(), kMemoryNotReported};
+      try {
+        socket_.send(beat);
+      } catch (const Error& e) {
+        spdlog::debug("worker heartbeats stop: {}", e.what());
+        return;  // the batch loop sees the closed socket and exits
+      }
+    }
+  }
+
+  FramedSocket& socket_;
+  std::chrono::milliseconds interval_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once the rest is set up
+};
+
+// Faults that end the process (or never return) happen before the batch runs; `oom` is thrown from run_batch.
+void apply_fatal_faults(const RunBatch& batch, const WorkerOptions& options) {
+  bool crash = false, hang = false, device_fault = false;
+  for (const ClipSpan& c : batch.clips) {
+    crash = crash || c.fault == InjectedFault::kCrash;
+    hang = hang || c.fault == InjectedFault::kHang;
+    device_fault = device_fault || c.fault == InjectedFault::kDeviceFault;
+  }
+  if (!crash && !hang && !device_fault) return;
+  const rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);  // an injected crash leaves no core file behind
+  if (crash) {
+    spdlog::error("worker {}: injected crash in a batch of {}", options.index, batch.clips.size());
+    std::abort();
+  }
+  if (device_fault) {
+    ops::Context ctx = options.device.is_cpu() ? ops::Context::cpu(1) : ops::Context::cuda(options.device.index);
+    inject_device_fault(ctx);
+  }
+  if (hang) {
+    spdlog::error("worker {}: injected hang in a batch of {}", options.index, batch.clips.size());
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+}
+
+Message run_batch(BatchRunner& runner, const RunBatch& batch, UniqueFd pcm_fd, const WorkerOptions& options) {
+  const SharedPcm pcm = SharedPcm::map(std::move(pcm_fd), batch.clips);  // a bad span is the server's bug: throws
+  apply_fatal_faults(batch, options);
+  try {
+    if (batch.clips.size() > 1)
+      for (const ClipSpan& c : batch.clips)
+        if (c.fault == InjectedFault::kOom)
+          fail(ErrorCode::kResourceExhausted, "injected out-of-memory in a batch of {}", batch.clips.size());
+    std::vector<std::span<const float>> clips;
+    clips.reserve(batch.clips.size());
+    for (const ClipSpan& c : batch.clips) clips.push_back(pcm.clip(c));
+    BatchResult result;
+    result.batch_id = batch.batch_id;
+    result.transcripts = runner.run(clips, &result.timings);
+    return result;
+  } catch (const Error& e) {
+    // Cached device memory goes back before the server retries the batch in halves, so that they find it.
+    if (e.code() == ErrorCode::kResourceExhausted) runner.release_cached_memory();
+    return BatchFailed{batch.batch_id, e.code(), e.what()};
+  } catch (const std::exception& e) {
+    return BatchFailed{batch.batch_id, ErrorCode::kInternal, e.what()};
+  }
+}
+
+// Sends the batch's answer. One larger than the protocol allows (encode_frame refuses it before any byte goes)
+// becomes a failure of that batch: the worker goes on.
+void send_reply(FramedSocket& socket, const Message& reply, uint64_t batch_id) {
+  const auto no_limit = std::chrono::milliseconds(-1);
+  try {
+    socket.send(reply, -1, no_limit);
+  } catch (const PeerClosed&) {
+    throw;
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kInvalidArgument) throw;
+    socket.send(BatchFailed{batch_id, ErrorCode::kOutOfRange, e.what()}, -1, no_limit);
+  }
+}
+
+}  // namespace
+
+int run_worker(const WorkerOptions& options) {
+  // Set before exec by the server too; again here for a worker started by other means.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  FramedSocket socket(UniqueFd(options.socket_fd), kMaxRequestPayload);
+
+  asr::ModelOverrides overrides;
+  overrides.device = options.device;
+  overrides.dtype = options.dtype;
+  std::shared_ptr<const asr::AsrModel> model = asr::AsrModel::load(options.model_dir, overrides);
+  std::unique_ptr<BatchRunner> runner = transcriber_runners(model, options.threads, options.gemm)(options.index);
+
+  socket.send(Hello{static_cast<int32_t>(::getpid()), options.index});
+  HeartbeatThread heartbeats(socket, options.heartbeat);
+  spdlog::info("worker {} (pid {}) ready: {} on {}", options.index, ::getpid(), options.model_dir,
+               options.device.str());
+  for (;;) {
+    std::optional<FramedSocket::Received> in;
+    try {
+      in = socket.receive(std::chrono::milliseconds(-1));
+    } catch (const PeerClosed&) {
+      spdlog::info("worker {}: the server closed the connection; exiting", options.index);
+      return 0;
+    } catch (const ProtocolError& e) {
+      spdlog::error("worker {}: protocol error from the server: {}; exiting", options.index, e.what());
+      return 2;
+    }
+    if (!in) continue;
+    auto* batch = std::get_if<RunBatch>(&in->message);
+    if (batch == nullptr) {
+      spdlog::error("worker {}: unexpected {} message from the server; exiting", options.index,
+                    message_type_name(type_of(in->message)));
+      return 2;
+    }
+    Message reply;
+    try {
+      reply = run_batch(*runner, *batch, std::move(in->fd), options);
+    } catch (const ProtocolError& e) {
+      spdlog::error("worker {}: bad batch from the server: {}; exiting", options.index, e.what());
+      return 2;
+    } catch (const Error& e) {  // the shared memory could not be mapped
+      reply = BatchFailed{batch->batch_id, e.code(), e.what()};
+    }
+    try {
+      send_reply(socket, reply, batch->batch_id);
+    } catch (const PeerClosed&) {
+      return 0;
+    }
+  }
+}
+
+}  // namespace steno::serve::fleet

@@ -1,0 +1,129 @@
+// `steno serve --share processes` serving for real: transcripts equal to `steno transcribe`'s, worker processes
+// that are children of the server and are gone after SIGTERM, and the modes this machine cannot run refused
+// with a clear message.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <future>
+#include <thread>
+
+#include "../../cli_util.h"
+#include "fleet_harness.h"
+
+namespace steno::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(FleetServe, WorkerProcessesServeTheTranscriptsOfSteno_Transcribe) {
+  std::vector<Clip> clips = short_clips();
+  clips.push_back(long_clips().front());
+  ServeProcess server("--share processes --executors 2 --threads-per-lane 1 --max-batch 4 --heartbeat-ms 100");
+  ASSERT_TRUE(server.started()) << server.log();
+  const std::vector<pid_t> workers = server.workers();
+  EXPECT_EQ(workers.size(), 2u) << server.log();
+
+  // Without --enable-fault-injection the fault header means nothing: the request is served like the others.
+  const Headers fault = {{"X-Steno-Fault", "crash"}};
+  std::vector<std::future<Answer>> answers;
+  for (size_t i = 0; i < clips.size(); ++i)
+    answers.push_back(std::async(std::launch::async, [&server, &clips, &fault, i] {
+      return transcribe(server.port(), clips[i].path, i == 0 ? fault : Headers{});
+    }));
+  for (size_t i = 0; i < clips.size(); ++i) {
+    const Answer a = answers[i].get();
+    EXPECT_EQ(a.status, 200) << clips[i].path << ": " << a.text;
+    EXPECT_EQ(a.text, clips[i].transcript) << clips[i].path;
+  }
+  std::string metrics = server.metrics();
+  for (int i = 0; i < 50 && metric_sum(metrics, "steno_worker_memory_bytes", "worker=\"1\"") <= 0; ++i) {
+    std::this_thread::sleep_for(100ms);  // until both workers' heartbeats have been read
+    metrics = server.metrics();
+  }
+  EXPECT_EQ(metric_sum(metrics, "steno_workers_up"), 2) << metrics;
+  EXPECT_EQ(metric_sum(metrics, "steno_worker_restarts_total"), 0) << metrics;
+  // Each worker's resident set: at least the model's weights (15 MB) and the runtime.
+  EXPECT_GT(metric_sum(metrics, "steno_worker_memory_bytes", "worker=\"0\""), 15e6) << metrics;
+  EXPECT_GT(metric_sum(metrics, "steno_worker_memory_bytes", "worker=\"1\""), 15e6) << metrics;
+  EXPECT_EQ(metric_sum(metrics, "steno_worker_memory_bytes", "memory=\"device\""), -1) << metrics;  // CPU: none
+  EXPECT_EQ(metric_sum(metrics, "nv_inference_request_success"), static_cast<double>(clips.size())) << metrics;
+  EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
+TEST(FleetServe, SigtermDrainsTheRequestsInFlightAndLeavesNoWorkerBehind) {
+  const Clip& clip = long_clips()[1];
+  ServeProcess server("--share processes --executors 2 --threads-per-lane 1");
+  ASSERT_TRUE(server.started()) << server.log();
+  const std::vector<pid_t> workers = server.workers();
+  ASSERT_EQ(workers.size(), 2u);
+
+  std::vector<std::future<Answer>> answers;
+  for (int i = 0; i < 4; ++i)
+    answers.push_back(std::async(std::launch::async, [&] { return transcribe(server.port(), clip.path); }));
+  std::this_thread::sleep_for(300ms);  // the requests are read and queued or running
+  EXPECT_EQ(server.stop(), 0) << server.log();
+  for (auto& f : answers) {
+    const Answer a = f.get();
+    EXPECT_EQ(a.status, 200) << a.text;
+    EXPECT_EQ(a.text, clip.transcript);
+  }
+  for (pid_t w : workers) EXPECT_FALSE(process_exists(w)) << "worker " << w << " outlived the server";
+}
+
+TEST(FleetServe, AWorkerNeverOutlivesAKilledServer) {
+  ServeProcess server("--share processes --executors 2 --threads-per-lane 1");
+  ASSERT_TRUE(server.started()) << server.log();
+  const std::vector<pid_t> workers = server.workers();
+  ASSERT_EQ(workers.size(), 2u);
+  ::kill(server.pid(), SIGKILL);  // no drain: the parent-death signal and the closed socket end the workers
+  for (pid_t w : workers) {
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) {
+      gone = !process_exists(w);
+      if (!gone) std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_TRUE(gone) << "worker " << w << " outlived its server";
+  }
+}
+
+TEST(FleetServe, ModesThisMachineCannotRunFailClearly) {
+  int rc = 0;
+  std::string out = run(std::string(STENO_BINARY) + " serve --port 0 --share mps", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("--share mps runs worker processes under CUDA MPS"), std::string::npos) << out;
+  EXPECT_NE(out.find("nvidia-cuda-mps-control"), std::string::npos) << out;
+
+  // With a CUDA device asked for, the MPS daemon itself cannot be had here.
+  out = run(std::string(STENO_BINARY) + " serve --port 0 --share mps --device cuda --executors 2", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("MPS was asked for but cannot be had here"), std::string::npos) << out;
+
+  out = run(std::string(STENO_BINARY) + " serve --port 0 --share green --green-sms 16 --executors 2", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("--share green binds lanes to CUDA green contexts"), std::string::npos) << out;
+  EXPECT_NE(out.find("12.4"), std::string::npos) << out;
+
+  out = run(std::string(STENO_BINARY) + " serve --port 0 --share green", &rc);  // without its SM count
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("share green needs green_sms"), std::string::npos) << out;
+
+  out = run(std::string(STENO_BINARY) + " serve --port 0 --share threads", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("share must be lanes, processes, mps or green"), std::string::npos) << out;
+
+  out = run(std::string(STENO_BINARY) + " serve --port 0 --enable-fault-injection", &rc);  // lanes by default
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("enable_fault_injection needs worker processes"), std::string::npos) << out;
+}
+
+TEST(FleetServe, AWorkerThatCannotLoadTheModelFailsTheStartUp) {
+  int rc = 0;
+  const std::string out =
+      run(std::string(STENO_BINARY) + " serve --port 0 --share processes --model /nonexistent/model", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("worker 0 could not start"), std::string::npos) << out;
+  EXPECT_NE(out.find("exited before it was ready"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace steno::testing
