@@ -8,6 +8,7 @@
 
 #include "steno/core/allocator.h"
 #include "steno/core/cuda.h"
+#include "steno/core/cuda_fault.h"
 #include "steno/core/error.h"
 
 namespace steno::cuda {
@@ -50,6 +51,12 @@ int sm_count(int device) {
   int n = 0;
   check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
   return n;
+}
+
+std::string device_fault(int device) {
+  cudaError_t err = cudaSetDevice(device);
+  if (err == cudaSuccess) err = cudaDeviceSynchronize();
+  return err == cudaSuccess ? std::string() : std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
 }
 
 void check_device(Device device) {

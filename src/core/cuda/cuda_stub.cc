@@ -1,5 +1,6 @@
 // steno::cuda in a build without the CUDA toolkit: no devices, and a clear error for anything that needs one.
 #include "steno/core/cuda.h"
+#include "steno/core/cuda_fault.h"
 #include "steno/core/error.h"
 
 namespace steno::cuda {
@@ -12,6 +13,7 @@ namespace {
 
 bool built() { return false; }
 int device_count() { return 0; }
+std::string device_fault(int) { return {}; }  // no CUDA context to break
 DeviceInfo device_info(int) { not_built("device_info"); }
 void check_device(Device device) { not_built(device.str().c_str()); }
 void set_device(int) { not_built("set_device"); }

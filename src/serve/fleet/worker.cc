@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "steno/asr/model.h"
+#include "steno/core/cuda_fault.h"
 #include "steno/serve/executor.h"
 #include "steno/serve/fleet/fault_injection.h"
 #include "steno/serve/fleet/framed_socket.h"
@@ -91,6 +92,18 @@ void apply_fatal_faults(const RunBatch& batch, const WorkerOptions& options) {
   }
 }
 
+// A batch that failed because the CUDA context broke (a kernel fault here, or under MPS in any client of the GPU)
+// is not the requests' failure: this process can run nothing more, so it exits and supervision replays the batch
+// on a fresh worker (under MPS after restarting the group).
+void exit_if_device_faulted(const WorkerOptions& options, const char* what) {
+  if (options.device.is_cpu()) return;
+  const std::string fault = steno::cuda::device_fault(options.device.index);
+  if (fault.empty()) return;
+  spdlog::error("worker {}: the batch failed ({}) and the CUDA context is broken ({}): exiting", options.index, what,
+                fault);
+  std::_Exit(kDeviceFaultExitCode);
+}
+
 Message run_batch(BatchRunner& runner, const RunBatch& batch, UniqueFd pcm_fd, const WorkerOptions& options) {
   const SharedPcm pcm = SharedPcm::map(std::move(pcm_fd), batch.clips);  // a bad span is the server's bug: throws
   apply_fatal_faults(batch, options);
@@ -107,10 +120,12 @@ Message run_batch(BatchRunner& runner, const RunBatch& batch, UniqueFd pcm_fd, c
     result.transcripts = runner.run(clips, &result.timings);
     return result;
   } catch (const Error& e) {
+    exit_if_device_faulted(options, e.what());
     // Cached device memory goes back before the server retries the batch in halves, so that they find it.
     if (e.code() == ErrorCode::kResourceExhausted) runner.release_cached_memory();
     return BatchFailed{batch.batch_id, e.code(), e.what()};
   } catch (const std::exception& e) {
+    exit_if_device_faulted(options, e.what());
     return BatchFailed{batch.batch_id, ErrorCode::kInternal, e.what()};
   }
 }
