@@ -13,7 +13,8 @@
 #    must equal), then for each concurrency c, c keep-alive connections re-sending it for --warmup-s + --duration-s;
 #    the requests completing inside the --duration-s window count: requests/s, latency mean and nearest-rank
 #    percentiles, whether the SLA (mean < 650 ms, p99 < 1000 ms) holds, the server's batches and mean batch size
-#    from /metrics; a progress line per point; the headline: the highest requests/s that meets the SLA;
+#    from /metrics; a live line every second and a progress line per point; the headline: the highest
+#    requests/s that meets the SLA;
 #    meanwhile, where nvidia-smi exists, the GPUs are sampled every 100 ms (utilization, SM clock, memory, power);
 # 4. stops the server with SIGTERM and requires exit code 0;
 # 5. writes OUT: serve_load's result (points with per-request rows, headline, settings), the GPU samples summed up

@@ -45,6 +45,7 @@ class ClosedLoopPoint final : public RequestCycle<Conn> {
   void run() {
     window_.start([this] { stopping_ = true; });  // connections close as their requests end
     for (auto& c : conns_) start_request(*c);
+    arm_progress();
     ioc_.run();
     window_.finish();
   }
@@ -57,6 +58,7 @@ class ClosedLoopPoint final : public RequestCycle<Conn> {
   // The next request on `c`; nothing new once the window closed.
   void start_request(Conn& c) {
     if (stopping_) return drop(c);
+    ++in_flight_;
     begin(c, request_);
   }
 
@@ -66,6 +68,10 @@ class ClosedLoopPoint final : public RequestCycle<Conn> {
     ClosedOutcome out = outcome_now(c);
     out.latency_ms = ms_between(c.sent_at, Clock::now());
     out.take(response.result_int(), v);
+    if (out.result == Result::kOk) {
+      ++ok_since_tick_;
+      latency_sum_since_tick_ += out.latency_ms;
+    }
     const bool keep_alive = response.keep_alive();
     end_request(c, std::move(out));
     if (!keep_alive) drop(c);
@@ -98,6 +104,31 @@ class ClosedLoopPoint final : public RequestCycle<Conn> {
   void end_request(Conn& c, ClosedOutcome out) {
     disarm(c);
     outcomes_.push_back(std::move(out));
+    if (--in_flight_ == 0 && stopping_) progress_timer_.cancel();  // the drain is over: nothing more to show
+  }
+
+  void arm_progress() {
+    progress_timer_.expires_after(std::chrono::seconds(1));
+    progress_timer_.async_wait([this](error_code ec) {
+      if (ec || (stopping_ && in_flight_ == 0)) return;
+      print_progress();
+      arm_progress();
+    });
+  }
+
+  // A line a second: where the point is, and the last second's answers and their mean latency.
+  void print_progress() {
+    const auto now = Clock::now();
+    const char* where = now < window_.opens() ? "warm-up" : now < window_.closes() ? "window" : "drain";
+    int ok = 0, bad = 0;
+    for (const auto& out : outcomes_) (out.result == Result::kOk ? ok : bad) += 1;
+    std::fprintf(stderr,
+                 "serve_load: concurrency %d, %s, %.0f s: %d in flight, %d ok, %d wrong or failed; last second %d ok "
+                 "requests/s, mean %.0f ms\n",
+                 concurrency(), where, std::chrono::duration<double>(now - window_.started()).count(), in_flight_, ok,
+                 bad, ok_since_tick_, ok_since_tick_ > 0 ? latency_sum_since_tick_ / ok_since_tick_ : 0.0);
+    ok_since_tick_ = 0;
+    latency_sum_since_tick_ = 0;
   }
 
   const Request& request_;
@@ -107,6 +138,10 @@ class ClosedLoopPoint final : public RequestCycle<Conn> {
   std::vector<std::unique_ptr<Conn>> conns_;
   std::vector<ClosedOutcome> outcomes_;
   bool stopping_ = false;
+  int in_flight_ = 0;  // requests begun and not yet ended
+  net::steady_timer progress_timer_{ioc_};
+  int ok_since_tick_ = 0;
+  double latency_sum_since_tick_ = 0;
 };
 
 Json point_json(const ClosedLoopPoint& p, const Options& o, double clip_duration_s) {
