@@ -3,7 +3,7 @@
 #   bench/seed_load.sh [--build-dir build] [--out bench/results/cpu-seed.json]
 #                      [--concurrency "1 4 8 16 20 24 32 64 100"] [--duration-s 30] [--warmup-s 5] [--timeout-s 60]
 #                      [--sla-mean-ms 650] [--sla-p99-ms 1000] [--steno CMD] [--serve-load CMD] [--note TEXT]
-#                      [-- STENO_SERVE_ARGS...]
+#                      [--inject-fault crash|hang|device-fault|oom --inject-after-s 10] [-- STENO_SERVE_ARGS...]
 # 1. makes the clip: `serve_load --make-clip`, the espeak test clips (tests/data/testset/espeak/audio/*.flac) in
 #    name order, decoded by steno's audio library, concatenated, repeated as needed, cut to exactly 45.0 s: a 16 kHz
 #    16-bit PCM mono WAV;
@@ -16,6 +16,10 @@
 #    from /metrics; a live line every second and a progress line per point; the headline: the highest
 #    requests/s that meets the SLA;
 #    meanwhile, where nvidia-smi exists, the GPUs are sampled every 100 ms (utilization, SM clock, memory, power);
+#    with --inject-fault (a server started with --enable-fault-injection and worker processes), one more request,
+#    the clip with the header X-Steno-Fault: KIND, is sent with curl --inject-after-s seconds into the sweep: the
+#    load's own requests must all still be answered right (supervision replays what the fault cost), and the
+#    result records the faulty request's answer and the fleet's /metrics (restarts, replays, poisoned requests);
 # 4. stops the server with SIGTERM and requires exit code 0;
 # 5. writes OUT: serve_load's result (points with per-request rows, headline, settings), the GPU samples summed up
 #    per point, the machine (CPU, cores, GPU, driver, CUDA version), the commit, the load average before and after,
@@ -45,9 +49,13 @@ concurrency="1 4 8 16 20 24 32 64 100"
 sla_mean_ms=650
 clip_seconds=45
 # own_option OPTION VALUE...: this script's own options, which parse_sweep_args tries first.
+inject_fault=
+inject_after_s=10
 own_option() {
   case $1 in
     --concurrency) concurrency=$2 ;;
+    --inject-fault) inject_fault=$2 ;;
+    --inject-after-s) inject_after_s=$2 ;;
     *) return 1 ;;
   esac
 }
@@ -60,6 +68,11 @@ for c in $concurrency; do
   if [ "$c" -gt "$max_c" ]; then max_c=$c; fi
 done
 [ "$max_c" -gt 0 ] || usage_error "--concurrency is empty"
+if [ -n "$inject_fault" ]; then
+  [[ $inject_fault =~ ^(crash|hang|device-fault|oom)$ ]] || usage_error "--inject-fault: '$inject_fault' is not crash, hang, device-fault or oom"
+  [[ $inject_after_s =~ ^[0-9]+$ ]] || usage_error "--inject-after-s: '$inject_after_s' is not a whole number of seconds"
+  command -v curl >/dev/null || usage_error "--inject-fault sends its request with curl, which is not installed"
+fi
 points=$(wc -w <<< "$concurrency")
 echo "seed_load.sh: $points points (concurrency $concurrency), each ${warmup_s} s warm-up + ${duration_s} s window" \
      "+ the drain: about $(sweep_estimate_s "$points") s"
@@ -83,7 +96,19 @@ serve_sweep
 sweep_cmd=("${client_cmd[@]}" --closed-loop --port "$port" --clip "$clip" --concurrency "$concurrency"
            --duration-s "$duration_s" --warmup-s "$warmup_s" --timeout-s "$timeout_s" --sla-mean-ms "$sla_mean_ms"
            --sla-p99-ms "$sla_p99_ms" --out "$work/sweep.json")
+fault_pid=
+if [ -n "$inject_fault" ]; then
+  ( sleep "$inject_after_s"
+    curl -sS --max-time "$timeout_s" -o "$work/fault_body.txt" -w '%{http_code}' -H "X-Steno-Fault: $inject_fault" \
+      -F "file=@$clip" "http://127.0.0.1:$port/v1/audio/transcriptions" >"$work/fault_status.txt" 2>&1 ) &
+  fault_pid=$!
+fi
 run_sweep
+if [ -n "$fault_pid" ]; then
+  wait "$fault_pid" || true
+  echo "$script: the request with X-Steno-Fault: $inject_fault was answered $(cat "$work/fault_status.txt")"
+  http_get /metrics >"$work/metrics_after.txt" 2>/dev/null || true
+fi
 
 # 4. SIGTERM; the server must exit 0.
 stop_server
@@ -91,7 +116,7 @@ record_load_after
 
 # 5. The result file.
 prepare_sweep_result
-export LOAD_CLIP_CMD="${clip_cmd[*]}"
+export LOAD_CLIP_CMD="${clip_cmd[*]}" LOAD_INJECT_FAULT=$inject_fault LOAD_INJECT_AFTER_S=$inject_after_s
 run_result_python py_result_helpers py_sweep_helpers <<'PY'
 sweep = json.load(open(path("sweep.json")))
 clip = read_json("clip.json")
@@ -106,6 +131,16 @@ result = sweep_result(
         clip["seconds"] if clip else "?", sweep["settings"]["sla"]["mean_ms_below"],
         sweep["settings"]["sla"]["p99_ms_below"]),
     "concurrency", clip=clip)
+if e.get("LOAD_INJECT_FAULT"):
+    def text(name, limit=2000):
+        return open(path(name), errors="replace").read()[:limit] if os.path.exists(path(name)) else None
+    metrics = text("metrics_after.txt", 10**6) or ""
+    result["injected_fault"] = dict(
+        kind=e["LOAD_INJECT_FAULT"], after_s=int(e["LOAD_INJECT_AFTER_S"]),
+        http_status=(text("fault_status.txt") or "").strip(), body=text("fault_body.txt"),
+        fleet_metrics=[l for l in metrics.splitlines()
+                       if l.startswith(("steno_worker", "steno_replayed", "steno_poisoned", "steno_batch_splits",
+                                        "steno_batch_cap"))])
 write_sweep_result(result)
 
 print("seed_load.sh: %-11s %8s %6s %7s %11s %10s %9s %9s %5s %7s" % (
