@@ -1,6 +1,6 @@
 #include "steno/bench/gpu_sampler.h"
 
-#include <dlfcn.h>
+#include "steno/core/nvml.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,65 +15,8 @@
 namespace steno::bench {
 namespace {
 
-// The few NVML declarations used, as nvml.h has them (the ABI is stable; these are the versioned entry points
-// the header maps the plain names to).
-using nvmlReturn_t = int;
-using nvmlDevice_t = void*;
-constexpr nvmlReturn_t kNvmlSuccess = 0;
-constexpr int kNvmlClockSm = 1;  // NVML_CLOCK_SM
-struct NvmlUtilization {
-  unsigned gpu, memory;
-};
-struct NvmlMemory {
-  unsigned long long total, free, used;
-};
-struct NvmlProcessInfo {  // nvmlProcessInfo_t of nvmlDeviceGetComputeRunningProcesses_v3
-  unsigned pid;
-  unsigned long long used_gpu_memory;
-  unsigned gpu_instance_id, compute_instance_id;
-};
-
-struct Nvml {
-  void* lib = nullptr;
-  nvmlReturn_t (*init)() = nullptr;
-  nvmlReturn_t (*shutdown)() = nullptr;
-  const char* (*error_string)(nvmlReturn_t) = nullptr;
-  nvmlReturn_t (*device_count)(unsigned*) = nullptr;
-  nvmlReturn_t (*handle_by_index)(unsigned, nvmlDevice_t*) = nullptr;
-  nvmlReturn_t (*name)(nvmlDevice_t, char*, unsigned) = nullptr;
-  nvmlReturn_t (*driver_version)(char*, unsigned) = nullptr;
-  nvmlReturn_t (*utilization)(nvmlDevice_t, NvmlUtilization*) = nullptr;
-  nvmlReturn_t (*memory)(nvmlDevice_t, NvmlMemory*) = nullptr;
-  nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned*) = nullptr;
-  nvmlReturn_t (*power)(nvmlDevice_t, unsigned*) = nullptr;  // milliwatts
-  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned*, NvmlProcessInfo*) = nullptr;
-
-  // Loads every symbol; "" on success, else why not.
-  std::string load() {
-    lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return std::string("libnvidia-ml.so.1 not loadable (no NVIDIA driver?): ") + dlerror();
-    std::string missing;
-    auto sym = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      if (!fn) missing += std::string(missing.empty() ? "" : ", ") + name;
-    };
-    sym(init, "nvmlInit_v2");
-    sym(shutdown, "nvmlShutdown");
-    sym(error_string, "nvmlErrorString");
-    sym(device_count, "nvmlDeviceGetCount_v2");
-    sym(handle_by_index, "nvmlDeviceGetHandleByIndex_v2");
-    sym(name, "nvmlDeviceGetName");
-    sym(driver_version, "nvmlSystemGetDriverVersion");
-    sym(utilization, "nvmlDeviceGetUtilizationRates");
-    sym(memory, "nvmlDeviceGetMemoryInfo");
-    sym(clock, "nvmlDeviceGetClockInfo");
-    sym(power, "nvmlDeviceGetPowerUsage");
-    sym(processes, "nvmlDeviceGetComputeRunningProcesses_v3");
-    if (!missing.empty()) return "libnvidia-ml.so.1 lacks " + missing;
-    if (const nvmlReturn_t r = init(); r != kNvmlSuccess) return std::string("nvmlInit failed: ") + error_string(r);
-    return "";
-  }
-};
+using nvml::kSuccess;
+using nvmlDevice_t = nvml::DeviceHandle;
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -82,8 +25,7 @@ double unix_now() {
 }  // namespace
 
 struct GpuSampler::Impl {
-  Nvml nvml;
-  bool initialised = false;
+  nvml::Library nvml;
   std::string why;
   std::chrono::milliseconds period{100};
   std::vector<nvmlDevice_t> devices;
@@ -102,22 +44,22 @@ struct GpuSampler::Impl {
       GpuSample s;
       s.unix_s = t;
       s.gpu = static_cast<int>(i);
-      NvmlUtilization u{};
-      if (nvml.utilization(devices[i], &u) == kNvmlSuccess) {
+      nvml::Utilization u{};
+      if (nvml.utilization(devices[i], &u) == kSuccess) {
         s.util_gpu_pct = u.gpu;
         s.util_mem_pct = u.memory;
       }
-      nvml.clock(devices[i], kNvmlClockSm, &s.sm_clock_mhz);
-      NvmlMemory m{};
-      if (nvml.memory(devices[i], &m) == kNvmlSuccess) {
+      nvml.clock(devices[i], nvml::kClockSm, &s.sm_clock_mhz);
+      nvml::Memory m{};
+      if (nvml.memory(devices[i], &m) == kSuccess) {
         s.mem_used_bytes = m.used;
         s.mem_total_bytes = m.total;
       }
       unsigned mw = 0;
-      if (nvml.power(devices[i], &mw) == kNvmlSuccess) s.power_w = mw / 1000.0;
-      NvmlProcessInfo procs[64];
+      if (nvml.power(devices[i], &mw) == kSuccess) s.power_w = mw / 1000.0;
+      nvml::ProcessInfo procs[64];
       unsigned n = 64;
-      if (nvml.processes(devices[i], &n, procs) == kNvmlSuccess) {
+      if (nvml.processes(devices[i], &n, procs) == kSuccess) {
         s.processes = static_cast<int>(n);
         for (unsigned p = 0; p < n; ++p) s.process_mem_bytes += procs[p].used_gpu_memory;
       }
@@ -142,19 +84,18 @@ GpuSampler::GpuSampler(std::chrono::milliseconds period) : impl_(std::make_uniqu
   impl_->period = period;
   impl_->why = impl_->nvml.load();
   if (!impl_->why.empty()) return;
-  impl_->initialised = true;
   unsigned count = 0;
-  if (impl_->nvml.device_count(&count) != kNvmlSuccess || count == 0) {
+  if (impl_->nvml.device_count(&count) != kSuccess || count == 0) {
     impl_->why = "NVML reports no GPU";
     return;
   }
   char buf[256];
-  if (impl_->nvml.driver_version(buf, sizeof buf) == kNvmlSuccess) impl_->driver = buf;
+  if (impl_->nvml.driver_version(buf, sizeof buf) == kSuccess) impl_->driver = buf;
   for (unsigned i = 0; i < count; ++i) {
     nvmlDevice_t d = nullptr;
-    if (impl_->nvml.handle_by_index(i, &d) != kNvmlSuccess) continue;
+    if (impl_->nvml.handle_by_index(i, &d) != kSuccess) continue;
     impl_->devices.push_back(d);
-    impl_->names.push_back(impl_->nvml.name(d, buf, sizeof buf) == kNvmlSuccess ? buf : "?");
+    impl_->names.push_back(impl_->nvml.name(d, buf, sizeof buf) == kSuccess ? buf : "?");
   }
   if (impl_->devices.empty()) {
     impl_->why = "NVML gave no device handle";
@@ -170,9 +111,7 @@ GpuSampler::~GpuSampler() {
   }
   impl_->stop_cv.notify_all();
   if (impl_->thread.joinable()) impl_->thread.join();
-  if (impl_->initialised) impl_->nvml.shutdown();
-  // The library stays loaded: unloading NVML while its own threads may still wind down is not worth the risk.
-}
+}  // impl_'s nvml::Library shuts NVML down (and leaves the library loaded)
 
 bool GpuSampler::available() const { return impl_->why.empty(); }
 const std::string& GpuSampler::why_unavailable() const { return impl_->why; }

@@ -11,10 +11,12 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "steno/asr/model.h"
 #include "steno/core/cuda_fault.h"
+#include "steno/core/nvml.h"
 #include "steno/serve/executor.h"
 #include "steno/serve/fleet/fault_injection.h"
 #include "steno/serve/fleet/framed_socket.h"
@@ -30,11 +32,23 @@ uint64_t resident_bytes() {
   return resident_pages * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+// The device memory NVML attributes to this process (weights, the context's pool, CUDA's own): not reported on
+// the CPU, or where NVML cannot be used (said once in the log).
+uint64_t device_bytes(const Device& device) {
+  if (device.is_cpu()) return kMemoryNotReported;
+  std::string why;
+  const std::optional<uint64_t> bytes = nvml::process_device_memory(static_cast<int>(::getpid()), &why);
+  if (bytes) return *bytes;
+  static std::once_flag said;
+  std::call_once(said, [&] { spdlog::warn("worker device memory not reported: {}", why); });
+  return kMemoryNotReported;
+}
+
 // Sends a heartbeat every interval until stopped or the server is gone.
 class HeartbeatThread {
  public:
-  HeartbeatThread(FramedSocket& socket, std::chrono::milliseconds interval)
-      : socket_(socket), interval_(interval), thread_([this] { run(); }) {}
+  HeartbeatThread(FramedSocket& socket, std::chrono::milliseconds interval, Device device)
+      : socket_(socket), interval_(interval), device_(device), thread_([this] { run(); }) {}
   ~HeartbeatThread() {
     {
       std::lock_guard lock(mu_);
@@ -48,8 +62,7 @@ class HeartbeatThread {
   void run() {
     std::unique_lock lock(mu_);
     while (!cv_.wait_for(lock, interval_, [this] { return stop_; })) {
-      // Device memory: the Transcriber's context does not expose its pool's size to the runner interface.
-      const Heartbeat beat{resident_bytes(), kMemoryNotReported};
+      const Heartbeat beat{resident_bytes(), device_bytes(device_)};
       try {
         socket_.send(beat);
       } catch (const Error& e) {
@@ -61,6 +74,7 @@ class HeartbeatThread {
 
   FramedSocket& socket_;
   std::chrono::milliseconds interval_;
+  Device device_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
@@ -158,7 +172,7 @@ int run_worker(const WorkerOptions& options) {
   std::unique_ptr<BatchRunner> runner = transcriber_runners(model, options.threads, options.gemm)(options.index);
 
   socket.send(Hello{static_cast<int32_t>(::getpid()), options.index});
-  HeartbeatThread heartbeats(socket, options.heartbeat);
+  HeartbeatThread heartbeats(socket, options.heartbeat, options.device);
   spdlog::info("worker {} (pid {}) ready: {} on {}", options.index, ::getpid(), options.model_dir,
                options.device.str());
   for (;;) {

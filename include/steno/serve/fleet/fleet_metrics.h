@@ -9,7 +9,7 @@
 //   steno_batch_splits_total               counter: batches split in halves after running out of memory
 //   steno_batch_cap                        gauge: the largest batch the executor asks the batcher for
 //   steno_worker_memory_bytes{worker,memory}  gauge: each worker's last reported memory (memory="host": its
-//                                          resident set; "device": its device memory, when the worker reports it)
+//                                          resident set; "device": what NVML attributes to it, on CUDA)
 #pragma once
 
 #include <cstdint>
