@@ -20,6 +20,7 @@
 #include "steno/ops/context.h"
 #include "steno/serve/executor.h"
 #include "steno/serve/fleet/mps.h"
+#include "steno/serve/fleet/mps_monitor.h"
 #include "steno/serve/frontend/model_stats.h"
 #include "steno/serve/grpc/server.h"
 #include "steno/serve/http/serve_config.h"
@@ -185,6 +186,10 @@ int run_serve(const ServeCommand& command) {
   std::vector<serve::ModelSpec> models;
   models.push_back(std::move(spec));
   serve::InferenceCore core(std::move(models), core_config);
+  std::unique_ptr<serve::fleet::MpsMonitor> mps_monitor;  // after the core: it publishes into the core's registry
+  if (mps)
+    mps_monitor = std::make_unique<serve::fleet::MpsMonitor>([mps] { return mps->status(); },
+                                                             *core.metrics().registry());
 
   serve::http::ServerOptions http_options = serve::http::to_server_options(config);
   http_options.stats = std::make_shared<serve::ModelStats>();  // one table for HTTP and gRPC
