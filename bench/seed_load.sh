@@ -3,12 +3,15 @@
 #   bench/seed_load.sh [--build-dir build] [--out bench/results/cpu-seed.json]
 #                      [--concurrency "1 4 8 16 20 24 32 64 100"] [--duration-s 30] [--warmup-s 5] [--timeout-s 60]
 #                      [--sla-mean-ms 650] [--sla-p99-ms 1000] [--steno CMD] [--serve-load CMD] [--note TEXT]
-#                      [--inject-fault crash|hang|device-fault|oom --inject-after-s 10] [-- STENO_SERVE_ARGS...]
+#                      [--inject-fault crash|hang|device-fault|oom --inject-after-s 10] [--protocol http|grpc]
+#                      [-- STENO_SERVE_ARGS...]
 # 1. makes the clip: `serve_load --make-clip`, the espeak test clips (tests/data/testset/espeak/audio/*.flac) in
 #    name order, decoded by steno's audio library, concatenated, repeated as needed, cut to exactly 45.0 s: a 16 kHz
 #    16-bit PCM mono WAV;
 # 2. starts `steno serve --host 127.0.0.1 --port 0 STENO_SERVE_ARGS` (the port is read from its log) and waits for
 #    /v2/health/ready;
+#    with --protocol grpc the server also gets --grpc-port (a free port) and the requests go over
+#    KServe v2 gRPC (ModelInfer, the clip as one BYTES input) instead of the OpenAI endpoint;
 # 3. runs `serve_load --closed-loop`: the clip sent alone first (its text becomes the reference every later answer
 #    must equal), then for each concurrency c, c keep-alive connections re-sending it for --warmup-s + --duration-s;
 #    the requests completing inside the --duration-s window count: requests/s, latency mean and nearest-rank
@@ -51,11 +54,13 @@ clip_seconds=45
 # own_option OPTION VALUE...: this script's own options, which parse_sweep_args tries first.
 inject_fault=
 inject_after_s=10
+protocol=http
 own_option() {
   case $1 in
     --concurrency) concurrency=$2 ;;
     --inject-fault) inject_fault=$2 ;;
     --inject-after-s) inject_after_s=$2 ;;
+    --protocol) protocol=$2 ;;
     *) return 1 ;;
   esac
 }
@@ -68,6 +73,11 @@ for c in $concurrency; do
   if [ "$c" -gt "$max_c" ]; then max_c=$c; fi
 done
 [ "$max_c" -gt 0 ] || usage_error "--concurrency is empty"
+[[ $protocol =~ ^(http|grpc)$ ]] || usage_error "--protocol: '$protocol' is not http or grpc"
+if [ "$protocol" = grpc ]; then  # a free port (steno's --grpc-port 0 means off)
+  grpc_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  serve_args+=(--grpc-port "$grpc_port")
+fi
 if [ -n "$inject_fault" ]; then
   [[ $inject_fault =~ ^(crash|hang|device-fault|oom)$ ]] || usage_error "--inject-fault: '$inject_fault' is not crash, hang, device-fault or oom"
   [[ $inject_after_s =~ ^[0-9]+$ ]] || usage_error "--inject-after-s: '$inject_after_s' is not a whole number of seconds"
@@ -96,6 +106,16 @@ serve_sweep
 sweep_cmd=("${client_cmd[@]}" --closed-loop --port "$port" --clip "$clip" --concurrency "$concurrency"
            --duration-s "$duration_s" --warmup-s "$warmup_s" --timeout-s "$timeout_s" --sla-mean-ms "$sla_mean_ms"
            --sla-p99-ms "$sla_p99_ms" --out "$work/sweep.json")
+if [ "$protocol" = grpc ]; then
+  for _ in $(seq 300); do  # the line naming both ports comes once the gRPC server runs too, after HTTP is ready
+    grep -q " and grpc://127\.0\.0\.1:$grpc_port" "$log" && break
+    sleep 0.1
+  done
+  grep -q " and grpc://127\.0\.0\.1:$grpc_port" "$log" || fail "steno serve is not serving gRPC on $grpc_port; see $log"
+  grpc_model=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["data"][0]["id"])' \
+               "$work/models.json" 2>/dev/null) || fail "no model name from /v1/models"
+  sweep_cmd+=(--grpc-port "$grpc_port" --model "$grpc_model")
+fi
 fault_pid=
 if [ -n "$inject_fault" ]; then
   ( sleep "$inject_after_s"

@@ -4,6 +4,7 @@
 //              [--grace-ms 1000] [--out FILE.json]
 //   serve_load --closed-loop --port P --clip FILE [--concurrency "1 4 8 16 20 24 32 64 100"] [--duration-s 30]
 //              [--warmup-s 5] [--sla-mean-ms 650] [--sla-p99-ms 1000] [--timeout-s 300] [--out FILE.json]
+//              [--grpc-port G --model NAME]
 //   serve_load --open-loop --port P [--workload mix] [--rates "1 2 5 10 20 50 100 200"] [--duration-s 30]
 //              [--warmup-s 5] [--sla-p99-ms 1000] [--sla-mean-ms MS] [--mix-clips 100] [--max-in-flight 2000]
 //              [--testset DIR] [--timeout-s 300] [--out FILE.json]
@@ -12,7 +13,8 @@
 // The default mode: N concurrent OpenAI transcription requests, all in flight at once, one per connection, each
 //   answer checked against --testset's reference transcripts; the server's batch sizes from /metrics.
 // --closed-loop: the benchmark protocol's `seed` workload: for each c of --concurrency, c keep-alive connections
-//   re-sending --clip; latency, requests/s and the SLA per point, and the headline.
+//   re-sending --clip; latency, requests/s and the SLA per point, and the headline. With --grpc-port, over KServe
+//   v2 gRPC (ModelInfer of model --model) instead of the OpenAI endpoint; /metrics is still read from --port.
 // --open-loop: the benchmark protocol's `mix` workload: for each arrival rate of --rates, clips of the mix's lengths
 //   sent at Poisson arrival times whatever the answers; latency, requests/s and the SLO per point, and the headline.
 // --make-clip: the seed workload's clip, a WAV of --clip-seconds made from --testset's FLAC clips.
@@ -21,6 +23,7 @@
 //   serve_load.cc                  this one: the flags, the usage text, the result's opening fields
 //   serve_load_all_at_once.{h,cc}  the default mode
 //   serve_load_closed_loop.{h,cc}  --closed-loop
+//   serve_load_grpc{.h,.cc,_stub.cc}  its gRPC client (the stub where serve_load is built without gRPC)
 //   serve_load_open_loop.{h,cc}    --open-loop (its clip lengths from mix_workload.h, shared with cuda_engine_bench)
 //   serve_load_make_clip.{h,cc}    --make-clip
 //   serve_load_point.{h,cc}        a sweep point's event loop, shared by both loops: the measurement window (its
@@ -45,6 +48,7 @@
 
 #include "serve_load_all_at_once.h"
 #include "serve_load_closed_loop.h"
+#include "serve_load_grpc.h"
 #include "serve_load_common.h"
 #include "serve_load_make_clip.h"
 #include "serve_load_open_loop.h"
@@ -60,7 +64,7 @@ namespace {
                "                  [--grace-ms MS] [--out FILE.json]\n"
                "       serve_load --closed-loop --port P --clip FILE [--host H] [--concurrency \"1 4 8 ...\"]\n"
                "                  [--duration-s 30] [--warmup-s 5] [--sla-mean-ms 650] [--sla-p99-ms 1000]\n"
-               "                  [--timeout-s S] [--out FILE.json]\n"
+               "                  [--timeout-s S] [--out FILE.json] [--grpc-port G --model NAME]\n"
                "       serve_load --open-loop --port P [--host H] [--workload mix] [--rates \"1 2 5 ...\"]\n"
                "                  [--duration-s 30] [--warmup-s 5] [--sla-p99-ms 1000] [--sla-mean-ms MS]\n"
                "                  [--mix-clips 100] [--max-in-flight 2000] [--testset DIR] [--timeout-s S]\n"
@@ -128,6 +132,8 @@ Options parse_args(int argc, char** argv) {
       else if (a == "--duration-s") o.duration_s = std::stod(value());
       else if (a == "--warmup-s") o.warmup_s = std::stod(value());
       else if (a == "--clip") o.clip = value();
+      else if (a == "--grpc-port") o.grpc_port = std::stoi(value());
+      else if (a == "--model") o.model = value();
       else if (a == "--sla-mean-ms") {
         o.sla_mean_ms = std::stod(value());
         o.sla_mean_given = true;  // the open loop bounds the mean only when asked to
@@ -155,6 +161,12 @@ Options parse_args(int argc, char** argv) {
   if (o.timeout_s <= 0) usage("--timeout-s must be > 0");
   if (o.closed_loop && o.open_loop) usage("--closed-loop and --open-loop exclude each other");
   if (o.closed_loop && o.clip.empty()) usage("--closed-loop needs --clip FILE");
+  if (o.grpc_port != 0) {
+    if (!o.closed_loop) usage("--grpc-port applies to --closed-loop only");
+    if (!grpc_available()) usage("--grpc-port: this serve_load was built without gRPC");
+    if (o.grpc_port < 1 || o.grpc_port > 65535) usage("--grpc-port must be in 1..65535");
+    if (o.model.empty()) usage("--grpc-port needs --model NAME (the served model's name, as /v1/models lists it)");
+  }
   if (o.closed_loop || o.open_loop) {
     if (!(o.duration_s > 0)) usage("--duration-s must be > 0");
     if (!(o.warmup_s >= 0)) usage("--warmup-s must be >= 0");
@@ -188,7 +200,11 @@ int run(int argc, char** argv) {
   out["command"] = command;
   out["date_utc"] = utc_now();
   out["server"] = "http://" + o.host + ":" + std::to_string(o.port);
-  out["endpoint"] = "POST /v1/audio/transcriptions (multipart, response_format=json)";
+  out["endpoint"] = o.grpc_port != 0
+                        ? "grpc://" + o.host + ":" + std::to_string(o.grpc_port) +
+                              " inference.GRPCInferenceService/ModelInfer (BYTES input audio, binary form; model " +
+                              o.model + ")"
+                        : std::string("POST /v1/audio/transcriptions (multipart, response_format=json)");
   if (o.closed_loop) return run_closed_loop(o, std::move(out));
   if (o.open_loop) return run_open_loop(o, std::move(out));
   return run_all_at_once(o, std::move(out));

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "serve_load_closed_outcome.h"
+#include "serve_load_grpc.h"
 #include "serve_load_http.h"
 #include "serve_load_point.h"
 #include "serve_load_results.h"
@@ -21,12 +23,6 @@
 namespace serve_load {
 
 namespace {
-
-// One request of a point, as it ended (latency from its first write).
-struct ClosedOutcome : Outcome {
-  int conn = 0;
-  double sent_ms = 0;  // since the window's start (negative in the warm-up); when it ended, if never written
-};
 
 // One point of the sweep: `concurrency` connections re-sending `request` for warmup_s + duration_s, then the drain
 // (no new requests; those under way are waited for).
@@ -144,7 +140,9 @@ class ClosedLoopPoint final : public RequestCycle<Conn> {
   double latency_sum_since_tick_ = 0;
 };
 
-Json point_json(const ClosedLoopPoint& p, const Options& o, double clip_duration_s) {
+// A finished point (HTTP or gRPC: the same members) as its result entry.
+template <class Point>
+Json point_json(const Point& p, const Options& o, double clip_duration_s) {
   const Tally window = tally(p.outcomes(), Phase::kWindow);
   Json j;
   j["concurrency"] = p.concurrency();
@@ -257,7 +255,18 @@ int run_closed_loop(const Options& o, Json out) {
   out["settings"] = settings_json(o, clip);
   const tcp::endpoint ep(net::ip::make_address(o.host), static_cast<unsigned short>(o.port));
 
-  const Reference ref = reference_answer(ep, request);
+  const bool grpc = o.grpc_port != 0;
+  Reference ref;
+  if (grpc) {
+    const GrpcReference g = GrpcClosedLoopPoint::reference(o, clip.bytes);
+    ref.ok = g.ok;
+    ref.status = g.ok ? 200 : 0;
+    ref.latency_ms = g.latency_ms;
+    ref.text = g.text;
+    ref.error = g.error;
+  } else {
+    ref = reference_answer(ep, request);
+  }
   out["reference"] = {{"ok", ref.ok}, {"status", ref.status}, {"latency_ms", ref.latency_ms}, {"text", ref.text}};
   if (!ref.ok) {
     out["reference"]["error"] = ref.error;
@@ -280,11 +289,20 @@ int run_closed_loop(const Options& o, Json out) {
     const int c = o.concurrency[i];
     std::fprintf(stderr, "serve_load: point %zu/%zu, concurrency %d: warm-up %s s, window %s s\n", i + 1,
                  o.concurrency.size(), c, number(o.warmup_s).c_str(), number(o.duration_s).c_str());
-    ClosedLoopPoint point(o, request, ref.text, ep, c);
-    point.run();
-    count_all(total, point.outcomes());
-    Json p = point_json(point, o, clip.duration_s);
-    p["gpu"] = gpu.summary(point.window().opened_unix(), point.window().closed_unix());
+    Json p;
+    auto measure = [&](auto& point) {
+      point.run();
+      count_all(total, point.outcomes());
+      p = point_json(point, o, clip.duration_s);
+      p["gpu"] = gpu.summary(point.window().opened_unix(), point.window().closed_unix());
+    };
+    if (grpc) {
+      GrpcClosedLoopPoint point(o, clip.bytes, ref.text, ep, c);
+      measure(point);
+    } else {
+      ClosedLoopPoint point(o, request, ref.text, ep, c);
+      measure(point);
+    }
     out["gpu_timeline"] = gpu.timeline(sweep_start);  // for the report's GPU plot
     print_progress(i, o.concurrency.size(), p);
     out["points"].push_back(std::move(p));

@@ -35,6 +35,8 @@ struct Options {
   std::string clip;
   double sla_mean_ms = 650;
   double sla_p99_ms = 1000;
+  int grpc_port = 0;  // > 0: the requests go over KServe v2 gRPC to this port (serve_load_grpc.h); /metrics stays HTTP
+  std::string model;  // the model name gRPC requests address (required with grpc_port)
   // --open-loop (also duration_s, warmup_s, sla_p99_ms; sla_mean_ms only when given)
   bool open_loop = false;
   std::vector<double> rates = {1, 2, 5, 10, 20, 50, 100, 200};  // requests/s
