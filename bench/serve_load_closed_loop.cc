@@ -41,7 +41,7 @@ class ClosedLoopPoint final : public RequestCycle<Conn> {
   void run() {
     window_.start([this] { stopping_ = true; });  // connections close as their requests end
     for (auto& c : conns_) start_request(*c);
-    arm_progress();
+    progress_.start();
     ioc_.run();
     window_.finish();
   }
@@ -100,29 +100,20 @@ class ClosedLoopPoint final : public RequestCycle<Conn> {
   void end_request(Conn& c, ClosedOutcome out) {
     disarm(c);
     outcomes_.push_back(std::move(out));
-    if (--in_flight_ == 0 && stopping_) progress_timer_.cancel();  // the drain is over: nothing more to show
-  }
-
-  void arm_progress() {
-    progress_timer_.expires_after(std::chrono::seconds(1));
-    progress_timer_.async_wait([this](error_code ec) {
-      if (ec || (stopping_ && in_flight_ == 0)) return;
-      print_progress();
-      arm_progress();
-    });
+    if (--in_flight_ == 0 && stopping_) progress_.stop();  // the drain is over: nothing more to show
   }
 
   // A line a second: where the point is, and the last second's answers and their mean latency.
   void print_progress() {
     const auto now = Clock::now();
-    const char* where = now < window_.opens() ? "warm-up" : now < window_.closes() ? "window" : "drain";
-    int ok = 0, bad = 0;
-    for (const auto& out : outcomes_) (out.result == Result::kOk ? ok : bad) += 1;
+    Tally so_far;
+    count_all(so_far, outcomes_);
     std::fprintf(stderr,
                  "serve_load: concurrency %d, %s, %.0f s: %d in flight, %d ok, %d wrong or failed; last second %d ok "
                  "requests/s, mean %.0f ms\n",
-                 concurrency(), where, std::chrono::duration<double>(now - window_.started()).count(), in_flight_, ok,
-                 bad, ok_since_tick_, ok_since_tick_ > 0 ? latency_sum_since_tick_ / ok_since_tick_ : 0.0);
+                 concurrency(), point_stage(window_, now), std::chrono::duration<double>(now - window_.started()).count(),
+                 in_flight_, so_far.ok, so_far.wrong + so_far.failed, ok_since_tick_,
+                 ok_since_tick_ > 0 ? latency_sum_since_tick_ / ok_since_tick_ : 0.0);
     ok_since_tick_ = 0;
     latency_sum_since_tick_ = 0;
   }
@@ -135,7 +126,7 @@ class ClosedLoopPoint final : public RequestCycle<Conn> {
   std::vector<ClosedOutcome> outcomes_;
   bool stopping_ = false;
   int in_flight_ = 0;  // requests begun and not yet ended
-  net::steady_timer progress_timer_{ioc_};
+  ProgressTicker progress_{ioc_, [this] { return stopping_ && in_flight_ == 0; }, [this] { print_progress(); }};
   int ok_since_tick_ = 0;
   double latency_sum_since_tick_ = 0;
 };

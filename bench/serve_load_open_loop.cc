@@ -161,7 +161,7 @@ class OpenLoopPoint final : public RequestCycle<PooledConn> {
   OpenLoopPoint(const Options& o, const std::vector<MixClip>& clips, const tcp::endpoint& ep, double rate,
                 std::vector<double> arrivals)
       : RequestCycle(ep, o.timeout_s), o_(o), clips_(clips), rate_(rate), arrivals_(std::move(arrivals)),
-        window_(ioc_, ep, o), arrival_timer_(ioc_), progress_timer_(ioc_) {}
+        window_(ioc_, ep, o), arrival_timer_(ioc_) {}
 
   // Runs the point to its end: every request ended, every connection closed, both /metrics scrapes in.
   void run() {
@@ -170,7 +170,7 @@ class OpenLoopPoint final : public RequestCycle<PooledConn> {
       finish_if_done();
     });
     schedule_next_arrival();
-    arm_progress();
+    progress_.start();
     ioc_.run();
     window_.finish();
   }
@@ -290,30 +290,21 @@ class OpenLoopPoint final : public RequestCycle<PooledConn> {
   void finish_if_done() {
     if (finished_ || !window_closed_ || next_ < arrivals_.size() || in_flight_ > 0) return;
     finished_ = true;
-    progress_timer_.cancel();
+    progress_.stop();
     for (auto& c : conns_) drop(*c);
-  }
-
-  void arm_progress() {
-    progress_timer_.expires_after(std::chrono::seconds(1));
-    progress_timer_.async_wait([this](error_code ec) {
-      if (ec || finished_) return;
-      print_progress();
-      arm_progress();
-    });
   }
 
   // Long points show they are alive: where the point is, and what the server does now.
   void print_progress() {
     const auto now = Clock::now();
-    const char* where = now < window_.opens() ? "warm-up" : now < window_.closes() ? "window" : "drain";
-    int ok = 0, bad = 0;
-    for (const auto& out : outcomes_) (out.result == Result::kOk ? ok : bad) += 1;
+    Tally so_far;
+    count_all(so_far, outcomes_);
     std::fprintf(stderr,
                  "serve_load: rate %s/s, %s, %.0f s: %zu of %zu sent, %zu in flight, %d ok, %d wrong or failed; "
                  "last second %d ok requests/s; p99 so far %.0f ms\n",
-                 number(rate_).c_str(), where, std::chrono::duration<double>(now - window_.started()).count(), next_,
-                 arrivals_.size(), in_flight_, ok, bad, ok_since_tick_, p99_of(ok_latencies_));
+                 number(rate_).c_str(), point_stage(window_, now),
+                 std::chrono::duration<double>(now - window_.started()).count(), next_, arrivals_.size(), in_flight_,
+                 so_far.ok, so_far.wrong + so_far.failed, ok_since_tick_, p99_of(ok_latencies_));
     ok_since_tick_ = 0;
   }
 
@@ -323,7 +314,8 @@ class OpenLoopPoint final : public RequestCycle<PooledConn> {
   std::vector<double> arrivals_;  // seconds from the point's start
   net::io_context ioc_{1};
   MeasurementWindow window_;
-  net::steady_timer arrival_timer_, progress_timer_;
+  net::steady_timer arrival_timer_;
+  ProgressTicker progress_{ioc_, [this] { return finished_; }, [this] { print_progress(); }};
   std::vector<std::unique_ptr<PooledConn>> conns_;
   std::vector<PooledConn*> idle_;  // a stack: the most recently idle on top
   std::vector<OpenOutcome> outcomes_;

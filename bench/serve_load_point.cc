@@ -63,4 +63,17 @@ void disarm(Conn& c) {
   c.timer.cancel();
 }
 
+void ProgressTicker::start() {
+  timer_.expires_after(std::chrono::seconds(1));
+  timer_.async_wait([this](error_code ec) {
+    if (ec || done_()) return;
+    tick_();
+    start();
+  });
+}
+
+const char* point_stage(const MeasurementWindow& window, Clock::time_point now) {
+  return now < window.opens() ? "warm-up" : now < window.closes() ? "window" : "drain";
+}
+
 }  // namespace serve_load

@@ -63,6 +63,24 @@ class MeasurementWindow {
   ScrapeResult before_, after_;
 };
 
+// The live line of a running point: `tick` every second on the point's event loop, until stop() or `done` says the
+// point is over (so that the pending timer does not keep the loop alive past the drain).
+class ProgressTicker {
+ public:
+  ProgressTicker(net::io_context& ioc, std::function<bool()> done, std::function<void()> tick)
+      : timer_(ioc), done_(std::move(done)), tick_(std::move(tick)) {}
+  void start();
+  void stop() { timer_.cancel(); }
+
+ private:
+  net::steady_timer timer_;
+  std::function<bool()> done_;
+  std::function<void()> tick_;
+};
+
+// Where a point stands at `now`: "warm-up", "window" or "drain".
+const char* point_stage(const MeasurementWindow& window, Clock::time_point now);
+
 // A keep-alive connection of a point and the request it carries. Each request is a generation of its own: the
 // handlers of an earlier one find the generation moved on and do nothing.
 struct Conn {
