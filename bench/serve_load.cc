@@ -8,6 +8,7 @@
 //   serve_load --open-loop --port P [--workload mix] [--rates "1 2 5 10 20 50 100 200"] [--duration-s 30]
 //              [--warmup-s 5] [--sla-p99-ms 1000] [--sla-mean-ms MS] [--mix-clips 100] [--max-in-flight 2000]
 //              [--testset DIR] [--timeout-s 300] [--out FILE.json]
+//   serve_load --offline --port P [--mix-clips 1000] [--warmup 2] [--testset DIR] [--timeout-s 300] [--out FILE.json]
 //   serve_load --make-clip OUT.wav [--clip-seconds 45] [--testset DIR]
 //
 // The default mode: N concurrent OpenAI transcription requests, all in flight at once, one per connection, each
@@ -17,6 +18,9 @@
 //   v2 gRPC (ModelInfer of model --model) instead of the OpenAI endpoint; /metrics is still read from --port.
 // --open-loop: the benchmark protocol's `mix` workload: for each arrival rate of --rates, clips of the mix's lengths
 //   sent at Poisson arrival times whatever the answers; latency, requests/s and the SLO per point, and the headline.
+// --offline: the benchmark protocol's `offline` workload as served: the mix's clips (the first --mix-clips of its
+//   1,000 lengths) as one job, longest first, every clip its own request and all in flight at once; each answer
+//   checked against the clip's reference (sent alone first); RTFx = audio seconds / wall seconds.
 // --make-clip: the seed workload's clip, a WAV of --clip-seconds made from --testset's FLAC clips.
 // Each mode's header describes it in full: what it does, what its result holds, its exit status (0 only when every
 // request was answered right, 1 otherwise, 2 for bad usage). The files:
@@ -26,6 +30,7 @@
 //   serve_load_grpc{.h,.cc,_stub.cc}  its gRPC client (the stub where serve_load is built without gRPC)
 //   serve_load_open_loop.{h,cc}    --open-loop (its clip lengths from mix_workload.h, shared with cuda_engine_bench)
 //   serve_load_make_clip.{h,cc}    --make-clip
+//   serve_load_mix.{h,cc}          the mix's clips and their references (--open-loop, --offline)
 //   serve_load_point.{h,cc}        a sweep point's event loop, shared by both loops: the measurement window (its
 //                                  /metrics scrapes) and the keep-alive connections' request cycle
 //   serve_load_results.{h,cc}      what both loops make of a point's requests: tallies, the SLA, per-request rows,
@@ -69,6 +74,8 @@ namespace {
                "                  [--duration-s 30] [--warmup-s 5] [--sla-p99-ms 1000] [--sla-mean-ms MS]\n"
                "                  [--mix-clips 100] [--max-in-flight 2000] [--testset DIR] [--timeout-s S]\n"
                "                  [--out FILE.json]\n"
+               "       serve_load --offline --port P [--mix-clips 1000] [--warmup K] [--testset DIR] [--timeout-s S]\n"
+               "                  [--grace-ms MS] [--out FILE.json]\n"
                "       serve_load --make-clip OUT.wav [--clip-seconds 45] [--testset DIR]\n"
                "(the header of bench/serve_load.cc describes each mode)\n",
                why.c_str());
@@ -142,7 +149,11 @@ Options parse_args(int argc, char** argv) {
       else if (a == "--open-loop") o.open_loop = true;
       else if (a == "--rates") o.rates = parse_rate_list(value());
       else if (a == "--workload") o.workload = value();
-      else if (a == "--mix-clips") o.mix_clips = std::stoi(value());
+      else if (a == "--mix-clips") {
+        o.mix_clips = std::stoi(value());
+        o.mix_clips_given = true;
+      }
+      else if (a == "--offline") o.offline = true;
       else if (a == "--max-in-flight") o.max_in_flight = std::stoi(value());
       else if (a == "--make-clip") o.make_clip = value();
       else if (a == "--clip-seconds") o.clip_seconds = std::stod(value());
@@ -159,7 +170,11 @@ Options parse_args(int argc, char** argv) {
   if (o.port <= 0 || o.port > 65535) usage("--port is required (1..65535)");
   if (o.requests < 1) usage("--requests must be >= 1");
   if (o.timeout_s <= 0) usage("--timeout-s must be > 0");
-  if (o.closed_loop && o.open_loop) usage("--closed-loop and --open-loop exclude each other");
+  if (o.closed_loop + o.open_loop + o.offline > 1) usage("--closed-loop, --open-loop and --offline exclude each other");
+  if (o.offline) {
+    if (!o.mix_clips_given) o.mix_clips = 1000;  // the protocol's offline job: the whole mix
+    if (o.mix_clips < 1 || o.mix_clips > 1000) usage("--mix-clips must be in 1..1000 (the mix has 1,000 lengths)");
+  }
   if (o.closed_loop && o.clip.empty()) usage("--closed-loop needs --clip FILE");
   if (o.grpc_port != 0) {
     if (!o.closed_loop) usage("--grpc-port applies to --closed-loop only");

@@ -41,7 +41,10 @@ struct Options {
   bool open_loop = false;
   std::vector<double> rates = {1, 2, 5, 10, 20, 50, 100, 200};  // requests/s
   std::string workload = "mix";
-  int mix_clips = 100;  // distinct clips sent (each needs a reference request first)
+  int mix_clips = 100;  // distinct clips sent (each needs a reference request first); --offline: all 1,000
+  bool mix_clips_given = false;
+  // --offline: the mix's clips as one job, sorted by length, all sent at once (the default mode's machinery)
+  bool offline = false;
   int max_in_flight = 2000;
   bool sla_mean_given = false;
   // --make-clip
