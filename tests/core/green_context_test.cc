@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "../error_util.h"
 #include "steno/core/cuda.h"
 #include "steno/core/error.h"
 
@@ -12,14 +13,7 @@ namespace {
 
 template <typename Fn>
 std::string unavailable(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kUnavailable) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no steno::Error thrown";
-  return {};
+  return steno::testing::error_of(fn, ErrorCode::kUnavailable);
 }
 
 TEST(GreenContextUnavailable, FailsClearlyWithoutAGpu) {

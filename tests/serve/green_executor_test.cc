@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../error_util.h"
 #include "steno/audio/decode.h"
 #include "steno/core/cuda.h"
 #include "steno/core/error.h"
@@ -18,17 +19,7 @@ namespace fs = std::filesystem;
 
 const std::string kModelDir = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en";
 
-template <typename Fn>
-std::string error_of(Fn fn, ErrorCode code) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no steno::Error thrown";
-  return {};
-}
+using steno::testing::error_of;
 
 TEST(GreenRunners, FailClearlyWithoutAGpu) {
   if (steno::cuda::device_count() > 0) GTEST_SKIP() << "a GPU is present: GreenRunnersGpu covers it";

@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "../../error_util.h"
 #include "mps_command.h"
 #include "steno/core/cuda.h"
 #include "steno/core/error.h"
@@ -30,18 +31,7 @@ std::map<std::string, std::string> as_map(const EnvVars& env) {
   return m;
 }
 
-// The message of the steno::Error `fn` throws, checking its code.
-template <typename Fn>
-std::string error_of(Fn fn, ErrorCode code) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no steno::Error thrown";
-  return {};
-}
+using steno::testing::error_of;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
