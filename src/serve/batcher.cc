@@ -112,6 +112,7 @@ void DynamicBatcher::requeue(Batch batch) {
     size_changed();
   }
   work_cv_.notify_one();
+  reaper_cv_.notify_all();  // it may be asleep until told: it watches requeued deadlines too
 }
 
 std::vector<Completion> DynamicBatcher::expire_requeued(Clock::time_point now) {
@@ -166,18 +167,23 @@ void DynamicBatcher::reap() {
   std::unique_lock lock(mu_);
   while (!stop_reaper_) {
     const auto now = Clock::now();
+    // Requeued batches (their worker died) wait too, possibly while every executor is restarting: their expired
+    // and cancelled requests are answered on time as well.
     std::vector<Completion> expired = queue_.expire(now);
+    for (Completion& c : expire_requeued(now)) expired.push_back(std::move(c));
     if (!expired.empty()) {
       size_changed();
       finish(std::move(expired), lock);
       continue;
     }
-    if (queue_.empty()) {
+    if (queue_.empty() && requeued_.empty()) {
       reaper_wake_.reset();
       reaper_cv_.wait(lock);
     } else {
       Clock::time_point wake = now + kCancelSweep;
       if (const auto deadline = queue_.next_deadline()) wake = std::min(wake, *deadline);
+      for (const Batch& b : requeued_)
+        for (const auto& r : b.requests) wake = std::min(wake, r->deadline);
       reaper_wake_ = wake;
       reaper_cv_.wait_until(lock, wake);
     }

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "steno/serve/batcher.h"
 #include "test_requests.h"
@@ -130,6 +131,30 @@ TEST(DynamicBatcherRequeue, DeadlinesAndCancellationStillApply) {
   std::lock_guard lock(done.mu);
   EXPECT_EQ(done.outcomes["late"], Outcome::kDeadlineExceeded);
   EXPECT_EQ(done.outcomes["gone"], Outcome::kCancelled);
+}
+
+// No executor pulls (every worker restarting): the reaper still answers a requeued request at its deadline.
+TEST(DynamicBatcherRequeue, TheReaperExpiresRequeuedRequestsWhileNoExecutorPulls) {
+  Completed done;
+  DynamicBatcher batcher(config(8, 0us), done.hooks());
+  Batch lost;
+  auto soon = make_request("soon", 100);
+  soon->deadline = Clock::now() + 50ms;
+  lost.requests.push_back(std::move(soon));
+  lost.enqueued.push_back(Clock::now());
+  batcher.requeue(std::move(lost));
+  const auto start = Clock::now();
+  for (;;) {
+    {
+      std::lock_guard lock(done.mu);
+      if (done.outcomes.count("soon")) break;
+    }
+    ASSERT_LT(Clock::now() - start, 5s) << "the requeued request was never answered";
+    std::this_thread::sleep_for(5ms);
+  }
+  std::lock_guard lock(done.mu);
+  EXPECT_EQ(done.outcomes["soon"], Outcome::kDeadlineExceeded);
+  EXPECT_EQ(batcher.queued(), 0u);
 }
 
 TEST(DynamicBatcherRequeue, ADrainingBatcherIsNotFinishedWhileABatchIsRequeued) {
