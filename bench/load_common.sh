@@ -33,7 +33,7 @@ fail() {
 }
 
 # sweep_defaults: the defaults of the options seed_load.sh and mix_load.sh share (the protocol's window, warm-up,
-# timeout and p99 bound; BUILD's programs; no note, no STENO_SERVE_ARGS).
+# timeout and p99 bound; BUILD's programs; no note, no STENO_SERVE_ARGS; exact texts, not --accept-differing-text).
 sweep_defaults() {
   build=build
   duration_s=30
@@ -44,16 +44,19 @@ sweep_defaults() {
   serve_load=
   note=""
   serve_args=()
+  accept_differing_text=
 }
 
 # parse_sweep_args ARGS...: seed_load.sh's or mix_load.sh's command line: the script's own options through its
 # own_option (OPTION VALUE...: sets the option's variable; false for any other option), the shared ones through
-# sweep_option, STENO_SERVE_ARGS after `--` into serve_args, --help; exit status 2 for anything else.
+# sweep_option, the shared flag --accept-differing-text (no value: accept_differing_text=1, for the script to pass on
+# to serve_load), STENO_SERVE_ARGS after `--` into serve_args, --help; exit status 2 for anything else.
 parse_sweep_args() {
   while [ $# -gt 0 ]; do
     case $1 in
       --) shift; serve_args=("$@"); break ;;
       -h|--help) print_usage; exit 0 ;;
+      --accept-differing-text) accept_differing_text=1; shift ;;
       *) own_option "$@" || sweep_option "$@" || usage_error "unknown argument $1 (see --help)"; shift 2 ;;
     esac
   done

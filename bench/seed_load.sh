@@ -4,7 +4,7 @@
 #                      [--concurrency "1 4 8 16 20 24 32 64 100"] [--duration-s 30] [--warmup-s 5] [--timeout-s 60]
 #                      [--sla-mean-ms 650] [--sla-p99-ms 1000] [--steno CMD] [--serve-load CMD] [--note TEXT]
 #                      [--inject-fault crash|hang|device-fault|oom --inject-after-s 10] [--protocol http|grpc]
-#                      [-- STENO_SERVE_ARGS...]
+#                      [--accept-differing-text] [-- STENO_SERVE_ARGS...]
 # 1. makes the clip: `serve_load --make-clip`, the espeak test clips (tests/data/testset/espeak/audio/*.flac) in
 #    name order, decoded by steno's audio library, concatenated, repeated as needed, cut to exactly 45.0 s: a 16 kHz
 #    16-bit PCM mono WAV;
@@ -17,7 +17,9 @@
 #    the requests completing inside the --duration-s window count: requests/s, latency mean and nearest-rank
 #    percentiles, whether the SLA (mean < 650 ms, p99 < 1000 ms) holds, the server's batches and mean batch size
 #    from /metrics; a live line every second and a progress line per point; the headline: the highest
-#    requests/s that meets the SLA;
+#    requests/s that meets the SLA; with --accept-differing-text (passed on to serve_load) an answer whose text
+#    differs from the reference counts as ok, and is tallied apart as `differs` per point (for random-weight models,
+#    whose greedy text flips with the batch's padding);
 #    meanwhile, where nvidia-smi exists, the GPUs are sampled every 100 ms (utilization, SM clock, memory, power);
 #    with --inject-fault (a server started with --enable-fault-injection and worker processes), one more request,
 #    the clip with the header X-Steno-Fault: KIND, is sent with curl --inject-after-s seconds into the sweep: the
@@ -27,8 +29,8 @@
 # 5. writes OUT: serve_load's result (points with per-request rows, headline, settings), the GPU samples summed up
 #    per point, the machine (CPU, cores, GPU, driver, CUDA version), the commit, the load average before and after,
 #    the server's log and every command line.
-# Exit status: serve_load's (non-zero when a request failed or answered another text than the reference), else 1
-# when the server did not start or did not exit 0 on SIGTERM; 2 for bad usage.
+# Exit status: serve_load's (non-zero when a request failed or answered another text than the reference, the latter
+# unless --accept-differing-text), else 1 when the server did not start or did not exit 0 on SIGTERM; 2 for bad usage.
 #
 # Time: about (warm-up + duration + the drain) per point, plus the server's start: the default sweep of 9 points
 # takes ~6 min. Needs: steno and serve_load (cmake --build BUILD --target steno serve_load), python3 (standard
@@ -106,6 +108,7 @@ serve_sweep
 sweep_cmd=("${client_cmd[@]}" --closed-loop --port "$port" --clip "$clip" --concurrency "$concurrency"
            --duration-s "$duration_s" --warmup-s "$warmup_s" --timeout-s "$timeout_s" --sla-mean-ms "$sla_mean_ms"
            --sla-p99-ms "$sla_p99_ms" --out "$work/sweep.json")
+if [ -n "$accept_differing_text" ]; then sweep_cmd+=(--accept-differing-text); fi
 if [ "$protocol" = grpc ]; then
   for _ in $(seq 300); do  # the line naming both ports comes once the gRPC server runs too, after HTTP is ready
     grep -q " and grpc://127\.0\.0\.1:$grpc_port" "$log" && break
@@ -163,12 +166,12 @@ if e.get("LOAD_INJECT_FAULT"):
                                         "steno_batch_cap"))])
 write_sweep_result(result)
 
-print("seed_load.sh: %-11s %8s %6s %7s %11s %10s %9s %9s %5s %7s" % (
-    "concurrency", "requests", "ok", "failed", "requests/s", "mean ms", "p99 ms", "max ms", "SLA", "batch"))
+print("seed_load.sh: %-11s %8s %6s %7s %7s %11s %10s %9s %9s %5s %7s" % (
+    "concurrency", "requests", "ok", "differs", "failed", "requests/s", "mean ms", "p99 ms", "max ms", "SLA", "batch"))
 for p in sweep.get("points", []):
     m = p.get("server_metrics") or {}
-    print("seed_load.sh: %-11d %8d %6d %7d %11.2f %10.0f %9.0f %9.0f %5s %7s" % (
-        p["concurrency"], p["requests"], p["ok"], p["failed"] + p["wrong"], p["requests_per_s"],
+    print("seed_load.sh: %-11d %8d %6d %7d %7d %11.2f %10.0f %9.0f %9.0f %5s %7s" % (
+        p["concurrency"], p["requests"], p["ok"], p.get("differs", 0), p["failed"] + p["wrong"], p["requests_per_s"],
         p["latency_ms"]["mean"], p["latency_ms"]["p99"], p["latency_ms"]["max"], "met" if p["meets_sla"] else "no",
         "%.2f" % m["mean_batch_size"] if "mean_batch_size" in m else "-"))
 h = sweep.get("headline")

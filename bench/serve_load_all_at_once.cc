@@ -24,6 +24,7 @@
 #include "serve_load_http.h"
 #include "serve_load_metrics.h"
 #include "serve_load_mix.h"
+#include "serve_load_results.h"
 #include "steno/audio/decode.h"
 
 namespace serve_load {
@@ -112,6 +113,7 @@ struct Slot {
   Result result = Result::kPending;
   int status = 0;
   std::string reason, got, request_id;
+  bool differs = false;    // ok only by --accept-differing-text: the text is not the clip's reference
   int responses = 0;       // complete responses read on this connection
   size_t extra_bytes = 0;  // > 0: bytes after the first response that did not make a whole response
   bool closed = false;
@@ -213,7 +215,8 @@ class Run {
     const Verdict v = judge(r, clips_[s.clip].expected);
     s.got = v.got;
     s.reason = v.reason;
-    s.result = v.ok ? Result::kOk : v.wrong_text ? Result::kWrong : Result::kFailed;
+    s.result = result_of(v, o_.accept_differing_text);
+    s.differs = v.wrong_text && s.result == Result::kOk;
     done_one();
     watch(s);
   }
@@ -269,15 +272,16 @@ class Run {
 
 Json Run::result_json() const {
   Json j;
-  int ok = 0, wrong = 0, failed = 0, duplicates = 0, extra = 0;
+  int ok = 0, wrong = 0, failed = 0, differs = 0, duplicates = 0, extra = 0;
   std::map<std::string, int> reasons;
   std::set<std::string> ids;
   int with_id = 0;
   std::vector<double> latencies;
   double audio_s = 0;
-  Json wrong_examples = Json::array(), per_request = Json::array();
+  Json wrong_examples = Json::array(), differs_examples = Json::array(), per_request = Json::array();
   for (const auto& s : slots_) {
-    // ok: answered exactly once, 200, the right text. A right first answer followed by another is a failure.
+    // ok: answered exactly once, 200, the right text (or, with --accept-differing-text, any text: then also counted
+    // as differs). A right first answer followed by another is a failure.
     Result result = s->result;
     std::string reason = s->reason;
     if (result == Result::kOk && (s->responses > 1 || s->extra_bytes > 0)) {
@@ -286,6 +290,8 @@ Json Run::result_json() const {
     }
     ok += result == Result::kOk;
     wrong += result == Result::kWrong;
+    const bool ok_differing = result == Result::kOk && s->differs;
+    differs += ok_differing;
     if (result == Result::kFailed || result == Result::kPending) {
       ++failed;
       ++reasons[reason.empty() ? "unknown" : reason];
@@ -306,12 +312,17 @@ Json Run::result_json() const {
       wrong_examples.push_back(
           {{"request", s->index}, {"clip", clips_[s->clip].name}, {"expected", clips_[s->clip].expected},
            {"got", s->got}});
+    if (ok_differing && differs_examples.size() < 20)
+      differs_examples.push_back(
+          {{"request", s->index}, {"clip", clips_[s->clip].name}, {"expected", clips_[s->clip].expected},
+           {"got", s->got}});
     Json r = {{"i", s->index}, {"clip", clips_[s->clip].name}, {"status", s->status},
               {"latency_ms", std::round(latency_ms * 1000) / 1000},
               {"result", result == Result::kOk      ? "ok"
                          : result == Result::kWrong ? "wrong"
                                                     : "failed"}};
     if (!reason.empty() && result != Result::kOk) r["reason"] = reason;
+    if (ok_differing) r["differs"] = true;
     if (s->responses > 1) r["responses"] = s->responses;
     if (!s->request_id.empty()) r["request_id"] = s->request_id;
     per_request.push_back(std::move(r));
@@ -322,6 +333,7 @@ Json Run::result_json() const {
   j["ok"] = ok;
   j["wrong"] = wrong;
   j["failed"] = failed;
+  j["differs"] = differs;
   j["failed_by_reason"] = reasons;
   j["duplicate_answers"] = duplicates;
   j["connections_with_extra_bytes"] = extra;
@@ -335,6 +347,7 @@ Json Run::result_json() const {
   j["audio_seconds_per_s"] = wall_s > 0 ? audio_s / wall_s : 0.0;
   j["latency_ms"] = latency_json(latencies);
   j["wrong_examples"] = wrong_examples;
+  j["differs_examples"] = differs_examples;
   j["per_request"] = per_request;
   return j;
 }
@@ -375,6 +388,7 @@ int run_all_at_once(const Options& given, Json out) {
   out["rlimit_nofile"] = raise_nofile(o.requests);
   out["testset"] = o.testset;
   out["clips"] = clips.size();
+  out["accept_differing_text"] = o.accept_differing_text;
   bool good = true;
 
   // Warm-up, one at a time on one connection.
@@ -392,7 +406,7 @@ int run_all_at_once(const Options& given, Json out) {
       const Clip& clip = clips[i % clips.size()];
       SyncResult r = sync_request(socket, clip.head, clip.body);
       const Verdict v = r.ok ? judge(r.response, clip.expected) : Verdict{false, false, r.error, ""};
-      if (v.ok) ++ok;
+      if (result_of(v, o.accept_differing_text) == Result::kOk) ++ok;
       else std::fprintf(stderr, "serve_load: warm-up request %d (%s): %s\n", i, clip.name.c_str(), v.reason.c_str());
       if (!r.ok) break;
     }
@@ -438,9 +452,10 @@ int run_all_at_once(const Options& given, Json out) {
       return 1;
     }
   }
-  std::fprintf(stderr, "serve_load: %s: %d requests, %d ok, %d wrong, %d failed, %d duplicate answers, %.2f s\n",
-               good ? "PASS" : "FAIL", o.requests, out["ok"].get<int>(), out["wrong"].get<int>(),
-               out["failed"].get<int>(), out["duplicate_answers"].get<int>(), out["wall_s"].get<double>());
+  std::fprintf(stderr, "serve_load: %s: %d requests, %d ok%s, %d wrong, %d failed, %d duplicate answers, %.2f s\n",
+               good ? "PASS" : "FAIL", o.requests, out["ok"].get<int>(),
+               differs_text(out["differs"].get<int>()).c_str(), out["wrong"].get<int>(), out["failed"].get<int>(),
+               out["duplicate_answers"].get<int>(), out["wall_s"].get<double>());
   return good ? 0 : 1;
 }
 

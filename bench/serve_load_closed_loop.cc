@@ -30,7 +30,8 @@ class ClosedLoopPoint final : public RequestCycle<Conn> {
  public:
   ClosedLoopPoint(const Options& o, const Request& request, const std::string& reference, const tcp::endpoint& ep,
                   int concurrency)
-      : RequestCycle(ep, o.timeout_s), request_(request), reference_(reference), window_(ioc_, ep, o) {
+      : RequestCycle(ep, o.timeout_s), request_(request), reference_(reference),
+        accept_differing_text_(o.accept_differing_text), window_(ioc_, ep, o) {
     for (int i = 0; i < concurrency; ++i) {
       conns_.push_back(std::make_unique<Conn>(ioc_));
       conns_.back()->index = i;
@@ -63,7 +64,7 @@ class ClosedLoopPoint final : public RequestCycle<Conn> {
     const Verdict v = judge(response, reference_);
     ClosedOutcome out = outcome_now(c);
     out.latency_ms = ms_between(c.sent_at, Clock::now());
-    out.take(response.result_int(), v);
+    out.take(response.result_int(), v, accept_differing_text_);
     if (out.result == Result::kOk) {
       ++ok_since_tick_;
       latency_sum_since_tick_ += out.latency_ms;
@@ -120,6 +121,7 @@ class ClosedLoopPoint final : public RequestCycle<Conn> {
 
   const Request& request_;
   const std::string& reference_;
+  bool accept_differing_text_;
   net::io_context ioc_{1};
   MeasurementWindow window_;
   std::vector<std::unique_ptr<Conn>> conns_;
@@ -152,6 +154,7 @@ Json point_json(const Point& p, const Options& o, double clip_duration_s) {
   j["load_average_after"] = load_average();
   j["server_metrics"] = p.window().server_metrics();
   j["wrong_examples"] = wrong_examples(p.outcomes(), [](const ClosedOutcome&) { return -1; });
+  j["differs_examples"] = differs_examples(p.outcomes(), [](const ClosedOutcome&) { return -1; });
   j["per_request"] = per_request_rows(p.outcomes(), [](const ClosedOutcome& out) -> Json {
     return {{"conn", out.conn}, {"phase", phase_name(out.phase)}, {"sent_ms", round3(out.sent_ms)}};
   });
@@ -160,11 +163,12 @@ Json point_json(const Point& p, const Options& o, double clip_duration_s) {
 
 void print_progress(size_t index, size_t count, const Json& p) {
   std::fprintf(stderr,
-               "serve_load: progress: point %zu/%zu, concurrency %d: %d ok, %d wrong, %d failed in the window: %.2f "
-               "requests/s, %s (warm-up %d, drain %d requests)\n",
-               index + 1, count, p["concurrency"].get<int>(), p["ok"].get<int>(), p["wrong"].get<int>(),
-               p["failed"].get<int>(), p["requests_per_s"].get<double>(), latency_sla_text(p).c_str(),
-               p["warmup"]["requests"].get<int>(), p["drain"]["requests"].get<int>());
+               "serve_load: progress: point %zu/%zu, concurrency %d: %d ok%s, %d wrong, %d failed in the window: "
+               "%.2f requests/s, %s (warm-up %d, drain %d requests)\n",
+               index + 1, count, p["concurrency"].get<int>(), p["ok"].get<int>(),
+               differs_text(p["differs"].get<int>()).c_str(), p["wrong"].get<int>(), p["failed"].get<int>(),
+               p["requests_per_s"].get<double>(), latency_sla_text(p).c_str(), p["warmup"]["requests"].get<int>(),
+               p["drain"]["requests"].get<int>());
 }
 
 // The clip sent in the closed loop.
@@ -201,6 +205,7 @@ Json settings_json(const Options& o, const ClipFile& clip) {
           {"duration_s", o.duration_s},
           {"warmup_s", o.warmup_s},
           {"timeout_s", o.timeout_s},
+          {"accept_differing_text", o.accept_differing_text},
           {"sla", {{"mean_ms_below", o.sla_mean_ms},
                    {"p99_ms_below", o.sla_p99_ms},
                    {"also", "at least one ok request and none wrong or failed in the window"}}},

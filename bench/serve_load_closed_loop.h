@@ -9,15 +9,16 @@
 //    + duration); warm-up and drain requests are checked and tallied apart. A connection that fails (connect, write
 //    or read error, no answer within --timeout-s) is reopened after 100 ms; one the server closes is reopened at
 //    once.
-// 3. Per point: requests, ok, wrong (a 200 with another text), failed by reason, requests/s (ok / duration),
-//    audio seconds/s, latency of the ok requests from first write to whole answer (mean, nearest-rank
-//    p50/p90/p95/p99, max), meets_sla (mean < --sla-mean-ms and p99 < --sla-p99-ms, at least one ok request and
-//    none wrong or failed), server_metrics over the window (/metrics scraped, off the client's event loop, at the
-//    window's start and end), the window's wall-clock bounds (Unix seconds, to line up GPU samples) and
-//    per-request rows. A `progress` line per point on stderr; --out is rewritten after every point.
+// 3. Per point: requests, ok, wrong (a 200 with another text; with --accept-differing-text ok instead, and counted as
+//    differs, examples in differs_examples), failed by reason, requests/s (ok / duration), audio seconds/s, latency of
+//    the ok requests from first write to whole answer (mean, nearest-rank p50/p90/p95/p99, max), meets_sla (mean <
+//    --sla-mean-ms and p99 < --sla-p99-ms, at least one ok request and none wrong or failed), server_metrics over the
+//    window (/metrics scraped, off the client's event loop, at the window's start and end), the window's wall-clock
+//    bounds (Unix seconds, to line up GPU samples) and per-request rows. A `progress` line per point on stderr; --out
+//    is rewritten after every point.
 // 4. The headline: the point with the highest requests/s among those meeting the SLA (null when none).
 // Exit status 0 only when the reference request and every request of every point (warm-up and drain included)
-// were answered 200 with the reference text; 1 otherwise; 2 for bad usage.
+// were answered 200 with the reference text (any text, with --accept-differing-text); 1 otherwise; 2 for bad usage.
 #pragma once
 
 #include "serve_load_common.h"

@@ -139,7 +139,7 @@ void GrpcClosedLoopPoint::loop(int conn) {
     out.phase = now < window_.opens() ? Phase::kWarmup : now < window_.closes() ? Phase::kWindow : Phase::kDrain;
     out.sent_ms = ms_between(window_.opens(), sent);
     out.latency_ms = ms_between(sent, now);
-    out.take(v.ok || v.wrong_text ? 200 : code, v);
+    out.take(v.ok || v.wrong_text ? 200 : code, v, o_.accept_differing_text);
     std::lock_guard lock(mu_);
     outcomes_.push_back(std::move(out));
   }

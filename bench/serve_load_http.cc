@@ -48,6 +48,11 @@ Verdict judge(const bhttp::response<bhttp::string_body>& r, const std::string& e
   return v;
 }
 
+Result result_of(const Verdict& v, bool accept_differing_text) {
+  if (v.ok || (v.wrong_text && accept_differing_text)) return Result::kOk;
+  return v.wrong_text ? Result::kWrong : Result::kFailed;
+}
+
 SyncResult sync_request(tcp::socket& socket, const std::string& head, const std::string& body) {
   SyncResult r;
   error_code ec;

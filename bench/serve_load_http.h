@@ -42,6 +42,10 @@ Verdict judge(const bhttp::response<bhttp::string_body>& r, const std::string& e
 // Where a request stands: not yet ended, or how it ended.
 enum class Result { kPending, kOk, kWrong, kFailed };
 
+// How a verdict counts: ok, wrong (a 200 with another text) or failed. With `accept_differing_text`
+// (--accept-differing-text) another text is ok too, and the caller tallies it apart as differing (v.wrong_text).
+Result result_of(const Verdict& v, bool accept_differing_text);
+
 // ---- synchronous requests (warm-up, /metrics, references) -----------------------------------------------------------
 
 struct SyncResult {

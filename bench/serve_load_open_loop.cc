@@ -175,7 +175,7 @@ class OpenLoopPoint final : public RequestCycle<PooledConn> {
     const Verdict v = judge(response, c.clip->reference);
     OpenOutcome out = outcome_now(c);
     out.latency_ms = ms_between(c.arrival, Clock::now());
-    out.take(response.result_int(), v);
+    out.take(response.result_int(), v, o_.accept_differing_text);
     if (!response.keep_alive()) drop(c);
     end_request(c, std::move(out));
   }
@@ -335,18 +335,20 @@ Json point_json(const OpenLoopPoint& p, const Options& o) {
   j["load_average_after"] = load_average();
   j["server_metrics"] = p.window().server_metrics();
   j["wrong_examples"] = wrong_examples(p.outcomes(), [](const OpenOutcome& out) { return out.clip; });
+  j["differs_examples"] = differs_examples(p.outcomes(), [](const OpenOutcome& out) { return out.clip; });
   j["per_request"] = per_request_rows(p.outcomes(), request_columns);
   return j;
 }
 
 void print_point(size_t index, size_t count, const Json& p) {
   std::fprintf(stderr,
-               "serve_load: progress: point %zu/%zu, rate %s/s: %d arrived in the window (%.2f/s): %d ok, %d wrong, "
-               "%d failed; %.2f ok requests/s, %.2f audio s/s; %s (warm-up %d requests, drain %.1f s)\n",
+               "serve_load: progress: point %zu/%zu, rate %s/s: %d arrived in the window (%.2f/s): %d ok%s, %d "
+               "wrong, %d failed; %.2f ok requests/s, %.2f audio s/s; %s (warm-up %d requests, drain %.1f s)\n",
                index + 1, count, number(p["rate_per_s"].get<double>()).c_str(), p["requests"].get<int>(),
-               p["offered_per_s"].get<double>(), p["ok"].get<int>(), p["wrong"].get<int>(), p["failed"].get<int>(),
-               p["requests_per_s"].get<double>(), p["audio_seconds_per_s"].get<double>(),
-               latency_sla_text(p).c_str(), p["warmup"]["requests"].get<int>(), p["drain_s"].get<double>());
+               p["offered_per_s"].get<double>(), p["ok"].get<int>(), differs_text(p["differs"].get<int>()).c_str(),
+               p["wrong"].get<int>(), p["failed"].get<int>(), p["requests_per_s"].get<double>(),
+               p["audio_seconds_per_s"].get<double>(), latency_sla_text(p).c_str(), p["warmup"]["requests"].get<int>(),
+               p["drain_s"].get<double>());
 }
 
 // ---- the sweep ------------------------------------------------------------------------------------------------
@@ -361,6 +363,7 @@ Json settings_json(const Options& o, const std::vector<MixClip>& clips, size_t s
       {"warmup_s", o.warmup_s},
       {"timeout_s", o.timeout_s},
       {"max_in_flight", o.max_in_flight},
+      {"accept_differing_text", o.accept_differing_text},
       {"sla", {{"p99_ms_below", o.sla_p99_ms},
                {"mean_ms_below", o.sla_mean_given ? Json(o.sla_mean_ms) : Json(nullptr)},
                {"also", "at least one ok request and none wrong or failed among the window's arrivals"}}},

@@ -19,17 +19,19 @@
 //    "client_overload" (the client's descriptors stay bounded however slow the server). After the last arrival the
 //    requests under way are waited for (the drain, bounded by --timeout-s per request).
 // 4. Per point, over the requests that arrived inside the window [warm-up end, + --duration-s): arrivals and the
-//    offered rate they make, ok, wrong (a 200 with another text), failed by reason, latency of the ok ones from the
-//    scheduled arrival to the whole answer (connecting included; mean, nearest-rank p50/p90/p95/p99, max; the
-//    client's own lag behind the schedule apart), meets_sla (p99 < --sla-p99-ms, and mean < --sla-mean-ms only when
-//    that flag is given; at least one ok request, none wrong or failed). requests/s and audio seconds/s count the ok
-//    answers that completed inside the window (what the server delivered while loaded at r). Also server_metrics
-//    over the window (/metrics at its start and end, scraped off the event loop), the window's wall-clock bounds
-//    (Unix seconds), the warm-up's tally, per-request rows. A progress line every second on stderr (requests/s in
-//    the last second, p99 so far) and one per point; --out is rewritten after every point.
+//    offered rate they make, ok, wrong (a 200 with another text; with --accept-differing-text ok instead, and counted
+//    as differs, examples in differs_examples), failed by reason, latency of the ok ones from the scheduled arrival to
+//    the whole answer (connecting included; mean, nearest-rank p50/p90/p95/p99, max; the client's own lag behind the
+//    schedule apart), meets_sla (p99 < --sla-p99-ms, and mean < --sla-mean-ms only when that flag is given; at least
+//    one ok request, none wrong or failed). requests/s and audio seconds/s count the ok answers that completed inside
+//    the window (what the server delivered while loaded at r). Also server_metrics over the window (/metrics at its
+//    start and end, scraped off the event loop), the window's wall-clock bounds (Unix seconds), the warm-up's tally,
+//    per-request rows. A progress line every second on stderr (requests/s in the last second, p99 so far) and one per
+//    point; --out is rewritten after every point.
 // 5. The headline: the point with the highest offered rate among those meeting the SLA (null when none).
 // Exit status 0 only when every reference request and every request of every point (warm-up included) was answered
-// 200 with its clip's reference text; 1 otherwise (client_overload included); 2 for bad usage.
+// 200 with its clip's reference text (any text, with --accept-differing-text); 1 otherwise (client_overload
+// included); 2 for bad usage.
 #pragma once
 
 #include "serve_load_common.h"

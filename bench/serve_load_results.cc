@@ -42,9 +42,10 @@ const char* phase_name(Phase p) { return p == Phase::kWarmup ? "warmup" : p == P
 
 const char* result_name(Result r) { return r == Result::kOk ? "ok" : r == Result::kWrong ? "wrong" : "failed"; }
 
-void Outcome::take(int http_status, const Verdict& v) {
+void Outcome::take(int http_status, const Verdict& v, bool accept_differing_text) {
   status = http_status;
-  result = v.ok ? Result::kOk : v.wrong_text ? Result::kWrong : Result::kFailed;
+  result = result_of(v, accept_differing_text);
+  differs = v.wrong_text && result == Result::kOk;
   reason = v.reason;
   if (v.wrong_text) got = v.got;
 }
@@ -53,6 +54,7 @@ void Tally::count(const Outcome& o) {
   ++requests;
   ok += o.result == Result::kOk;
   wrong += o.result == Result::kWrong;
+  differs += o.differs;
   if (o.result == Result::kFailed) {
     ++failed;
     ++failed_by_reason[o.reason.empty() ? "unknown" : o.reason];
@@ -60,7 +62,7 @@ void Tally::count(const Outcome& o) {
 }
 
 Json tally_json(const Tally& t) {
-  return {{"requests", t.requests}, {"ok", t.ok}, {"wrong", t.wrong}, {"failed", t.failed},
+  return {{"requests", t.requests}, {"ok", t.ok}, {"wrong", t.wrong}, {"failed", t.failed}, {"differs", t.differs},
           {"failed_by_reason", t.failed_by_reason}};
 }
 
@@ -71,7 +73,7 @@ void put_tally(Json& point, const Tally& window) {
 
 Json all_requests_json(const Tally& total, const std::string& note) {
   return {{"requests", total.requests}, {"ok", total.ok}, {"wrong", total.wrong}, {"failed", total.failed},
-          {"note", note}};
+          {"differs", total.differs}, {"note", note}};
 }
 
 Json sla_misses(const Json& latency, const Tally& window, const Options& o, bool bound_mean) {
@@ -85,10 +87,10 @@ Json sla_misses(const Json& latency, const Tally& window, const Options& o, bool
   return misses;
 }
 
-Json wrong_examples_json(const WrongCounts& counts) {
+Json text_examples_json(const TextCounts& counts, size_t most) {
   Json examples = Json::array();
   for (const auto& [key, n] : counts) {
-    if (examples.size() == 5) break;
+    if (examples.size() == most) break;
     Json example;
     if (key.first >= 0) example["clip"] = key.first;
     example["got"] = key.second;
@@ -103,6 +105,7 @@ Json request_row(Json row, const Outcome& o) {
   row["status"] = o.status;
   row["result"] = result_name(o.result);
   if (o.result != Result::kOk && !o.reason.empty()) row["reason"] = o.reason;
+  if (o.differs) row["differs"] = true;
   return row;
 }
 
@@ -134,6 +137,10 @@ std::string latency_sla_text(const Json& point) {
   return text + batches_text(point["server_metrics"]);
 }
 
+std::string differs_text(int differs) {
+  return differs > 0 ? " (" + std::to_string(differs) + " with differing text)" : "";
+}
+
 void print_summary(Json result) {
   for (auto& p : result["points"]) p.erase("per_request");
   std::cout << result.dump(2) << std::endl;
@@ -141,8 +148,9 @@ void print_summary(Json result) {
 
 void print_verdict(bool pass, const Tally& total, size_t points, const Json& headline,
                    const std::function<std::string(const Json&)>& describe) {
-  std::fprintf(stderr, "serve_load: %s: %d requests over %zu points, %d ok, %d wrong, %d failed; headline: %s\n",
-               pass ? "PASS" : "FAIL", total.requests, points, total.ok, total.wrong, total.failed,
+  std::fprintf(stderr, "serve_load: %s: %d requests over %zu points, %d ok%s, %d wrong, %d failed; headline: %s\n",
+               pass ? "PASS" : "FAIL", total.requests, points, total.ok, differs_text(total.differs).c_str(),
+               total.wrong, total.failed,
                headline.is_null() ? "none (no point meets the SLA)" : describe(headline).c_str());
 }
 

@@ -1,6 +1,6 @@
 // What both sweeps (--closed-loop, --open-loop) make of their points' requests: the phase and the outcome each
-// request had, tallies by outcome, the SLA's misses, the wrong examples, the per-request rows' shared columns, the
-// headline, the progress and closing lines, and the result file (per-request rows one to a line).
+// request had, tallies by outcome, the SLA's misses, the wrong and differing examples, the per-request rows' shared
+// columns, the headline, the progress and closing lines, and the result file (per-request rows one to a line).
 #pragma once
 
 #include <cstddef>
@@ -29,16 +29,18 @@ struct Outcome {
   double latency_ms = -1;  // to the whole answer (each loop says from when); -1 without an answer
   int status = 0;
   Result result = Result::kFailed;
-  std::string reason;  // why it is not ok
-  std::string got;     // a wrong answer's text
+  std::string reason;    // why it is not ok
+  std::string got;       // a wrong or differing answer's text
+  bool differs = false;  // ok only by --accept-differing-text: its text is not the reference
 
-  // The answer's HTTP status and the verdict on it.
-  void take(int http_status, const Verdict& v);
+  // The answer's HTTP status and the verdict on it, another text accepted as ok when `accept_differing_text`.
+  void take(int http_status, const Verdict& v, bool accept_differing_text);
 };
 
-// Requests of one phase, or of a run: how many, ok, wrong, failed and why.
+// Requests of one phase, or of a run: how many, ok, wrong, failed and why; differs: the ok ones with another text
+// than the reference (--accept-differing-text).
 struct Tally {
-  int requests = 0, ok = 0, wrong = 0, failed = 0;
+  int requests = 0, ok = 0, wrong = 0, failed = 0, differs = 0;
   std::map<std::string, int> failed_by_reason;
 
   void count(const Outcome& o);
@@ -68,7 +70,7 @@ std::vector<double> window_ok_latencies(const std::vector<O>& outcomes) {
   return latencies;
 }
 
-Json tally_json(const Tally& t);  // requests, ok, wrong, failed, failed_by_reason
+Json tally_json(const Tally& t);  // requests, ok, wrong, failed, differs, failed_by_reason
 
 // A point's JSON gets the window's tally as fields of its own.
 void put_tally(Json& point, const Tally& window);
@@ -80,22 +82,36 @@ Json all_requests_json(const Tally& total, const std::string& note);
 // in the window, latency p99 < --sla-p99-ms, and mean < --sla-mean-ms when `bound_mean`.
 Json sla_misses(const Json& latency, const Tally& window, const Options& o, bool bound_mean);
 
-// Wrong answers counted by (clip, text): -1 for the clip where a point sends one clip.
-using WrongCounts = std::map<std::pair<int, std::string>, int>;
+// Answers counted by (clip, text): -1 for the clip where a point sends one clip.
+using TextCounts = std::map<std::pair<int, std::string>, int>;
 
-// The first 5 distinct wrong answers with how often each came: {"clip" (unless -1), "got", "times"}.
-Json wrong_examples_json(const WrongCounts& counts);
+// The first `most` distinct answers with how often each came: {"clip" (unless -1), "got", "times"}.
+Json text_examples_json(const TextCounts& counts, size_t most);
 
-// The distinct wrong answers among `outcomes`, `clip_of(o)` telling their clips apart (-1 for none).
-template <class O, class ClipOf>
-Json wrong_examples(const std::vector<O>& outcomes, ClipOf clip_of) {
-  WrongCounts counts;
+// The first `most` distinct answers among `outcomes` that `pick(o)` selects, `clip_of(o)` telling their clips apart
+// (-1 for none).
+template <class O, class Pick, class ClipOf>
+Json text_examples(const std::vector<O>& outcomes, Pick pick, ClipOf clip_of, size_t most) {
+  TextCounts counts;
   for (const O& o : outcomes)
-    if (o.result == Result::kWrong) ++counts[{clip_of(o), o.got}];
-  return wrong_examples_json(counts);
+    if (pick(o)) ++counts[{clip_of(o), o.got}];
+  return text_examples_json(counts, most);
 }
 
-// A per-request row: `row`, a loop's own leading columns, then latency_ms, status, result, and why when not ok.
+// The first 5 distinct wrong answers.
+template <class O, class ClipOf>
+Json wrong_examples(const std::vector<O>& outcomes, ClipOf clip_of) {
+  return text_examples(outcomes, [](const O& o) { return o.result == Result::kWrong; }, clip_of, 5);
+}
+
+// The first 20 distinct differing answers (ok by --accept-differing-text): more of them, as they are the rule there.
+template <class O, class ClipOf>
+Json differs_examples(const std::vector<O>& outcomes, ClipOf clip_of) {
+  return text_examples(outcomes, [](const O& o) { return o.differs; }, clip_of, 20);
+}
+
+// A per-request row: `row`, a loop's own leading columns, then latency_ms, status, result, why when not ok, and
+// differs: true when it is ok with another text.
 Json request_row(Json row, const Outcome& o);
 
 // Every request's row, `columns(o)` giving a loop's own leading columns.
@@ -116,6 +132,9 @@ Json headline_json(const Json& points, const char* by, std::initializer_list<con
 // How a point's progress line ends: its latency, the SLA's verdict and the server's batches ("latency mean 156 ms,
 // p99 237 ms, max 237 ms: SLA met; 19 batches, mean 1", or "...; no /metrics").
 std::string latency_sla_text(const Json& point);
+
+// " (N with differing text)" after an ok count, when N > 0; else "".
+std::string differs_text(int differs);
 
 // The result on stdout, without the per-request rows.
 void print_summary(Json result);

@@ -10,8 +10,9 @@
 #     --concurrency "1 4 8" --duration-s 30
 #
 # Every other option goes to seed_load.sh unchanged (--build-dir, --concurrency, --duration-s, --warmup-s,
-# --timeout-s, --sla-mean-ms, --sla-p99-ms, --steno, --serve-load, --note); --steno also runs the report
-# (`CMD bench report`). Writes DIR/NAME.json per arm (NAME made file-safe) and DIR/report.md with its plots.
+# --timeout-s, --sla-mean-ms, --sla-p99-ms, --steno, --serve-load, --note, --accept-differing-text, the one without a
+# value); --steno also runs the report (`CMD bench report`). Writes DIR/NAME.json per arm (NAME made file-safe) and
+# DIR/report.md with its plots.
 # Exit status: the first failing arm's seed_load.sh status (the other arms still run), else the report's.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +29,8 @@ while [ $# -gt 0 ]; do
     --build-dir) build=$2; pass+=("$1" "$2"); shift 2 ;;
     --steno) steno=$2; pass+=("$1" "$2"); shift 2 ;;
     --sla-mean-ms|--sla-p99-ms) sla+=("$1" "$2"); pass+=("$1" "$2"); shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --accept-differing-text) pass+=("$1"); shift ;;
     --*) [ $# -ge 2 ] || { echo "sweep.sh: $1 needs a value" >&2; exit 2; }; pass+=("$1" "$2"); shift 2 ;;
     *) echo "sweep.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
