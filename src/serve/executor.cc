@@ -74,15 +74,19 @@ RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> mod
                   sms_per_lane % sms.alignment == 0,
               "{} SMs per lane is not a green context size of cuda:{}: use a multiple of {} from {} to {}",
               sms_per_lane, device, sms.alignment, std::max(sms.min_partition, sms.alignment), sms.sms);
-  auto made = std::make_shared<std::atomic<int>>(0);
-  return [model = std::move(model), device, sms_per_lane, sms, made](int lane) -> std::unique_ptr<BatchRunner> {
-    steno::cuda::GreenContext green = steno::cuda::GreenContext::create(device, sms_per_lane);
-    const int lanes = ++*made;
-    spdlog::info("lane {}: green context of {} SMs on cuda:{} (of {})", lane, green.sm_count(), device, sms.sms);
-    // Each partition comes from the whole device, so past the device's SM count they overlap: say so once.
-    if (lanes * green.sm_count() > sms.sms && (lanes - 1) * green.sm_count() <= sms.sms)
-      spdlog::warn("{} lanes x {} SMs exceed the {} SMs of cuda:{}: green contexts overlap, those lanes share SMs",
-                   lanes, green.sm_count(), sms.sms, device);
+  // Every lane gets its own SMs: the device is split once into as many disjoint groups as fit (4 of 32 on an
+  // H200's 132), and lane i takes group i. Green contexts made one at a time would all be the device's first SMs,
+  // so four lanes would share a quarter of the GPU. Lanes beyond the groups wrap around and share, with a warning.
+  const int fit = sms.sms / sms_per_lane;
+  auto groups = std::make_shared<std::vector<steno::cuda::GreenContext>>(
+      steno::cuda::GreenContext::partition(device, sms_per_lane, fit));
+  return [model = std::move(model), device, sms, groups](int lane) -> std::unique_ptr<BatchRunner> {
+    const auto& green = (*groups)[static_cast<size_t>(lane) % groups->size()];
+    spdlog::info("lane {}: green context {} of {} ({} SMs) on cuda:{} (of {})", lane,
+                 static_cast<size_t>(lane) % groups->size(), groups->size(), green.sm_count(), device, sms.sms);
+    if (static_cast<size_t>(lane) == groups->size())
+      spdlog::warn("more lanes than the {} disjoint groups of {} SMs that cuda:{} holds: lanes from {} on share SMs "
+                   "with earlier ones", groups->size(), green.sm_count(), device, lane);
     return std::make_unique<TranscriberRunner>(model, ops::Context::cuda(green.make_stream()));
   };
 }

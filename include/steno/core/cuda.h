@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "steno/core/allocator.h"
 #include "steno/core/device.h"
@@ -68,9 +69,9 @@ SmPartitioning sm_partitioning(int device);
 
 // A CUDA green context: a fixed set of SMs of one device (design.md §4 `green`). Work queued on its streams runs
 // only on those SMs (never fewer; the driver may use more under MPS, see gpu-sharing.md §3), so lanes with green
-// contexts cannot starve each other of SMs. Partitions of several green contexts may overlap: each is carved
-// from the whole device. Memory, modules and weights are the device's primary context's, shared with ordinary
-// streams. Built on the driver API through the runtime's entry points (no libcuda link: binaries still start on a
+// contexts cannot starve each other of SMs. Contexts made one by one with create() may overlap (each is carved
+// from the whole device); partition() makes disjoint ones. Memory, modules and weights are the device's primary
+// context's, shared with ordinary streams. Built on the driver API through the runtime's entry points (no libcuda link: binaries still start on a
 // machine without a driver). Copies share one green context, destroyed with the last copy and the last stream.
 class GreenContext {
  public:
@@ -79,6 +80,10 @@ class GreenContext {
   // older than CUDA 12.5, or splitting refused as under MPS with a thread cap), kInvalidArgument when `sms` is
   // not in [1, sm_count(device)].
   static GreenContext create(int device, int sms);
+  // `count` green contexts of at least `sms` SMs each on disjoint SMs of `device`: lanes that can never take each
+  // other's SMs (create() carves every context from the whole device, so separately made ones overlap). Throws
+  // kUnavailable when `count` groups of that size do not fit the device, else as create().
+  static std::vector<GreenContext> partition(int device, int sms, int count);
 
   int device() const;
   int sm_count() const;

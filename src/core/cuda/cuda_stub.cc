@@ -21,6 +21,7 @@ int sm_count(int) { not_built("sm_count"); }
 SmPartitioning sm_partitioning(int) { not_built("green contexts"); }
 struct GreenContext::State {};
 GreenContext GreenContext::create(int, int) { not_built("green contexts"); }
+std::vector<GreenContext> GreenContext::partition(int, int, int) { not_built("green contexts"); }
 int GreenContext::device() const { not_built("GreenContext"); }
 int GreenContext::sm_count() const { not_built("GreenContext"); }
 Stream GreenContext::make_stream() const { not_built("GreenContext"); }

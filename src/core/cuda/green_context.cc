@@ -121,29 +121,40 @@ SmPartitioning sm_partitioning(int device) {
 }
 
 GreenContext GreenContext::create(int device, int sms) {
+  std::vector<GreenContext> one = partition(device, sms, 1);
+  return std::move(one.front());
+}
+
+std::vector<GreenContext> GreenContext::partition(int device, int sms, int count) {
   const Driver& d = driver_for(device);
   CUdevice dev = 0;
   CUdevResource all = device_sms(d, device, &dev);
   STENO_CHECK(sms >= 1 && sms <= static_cast<int>(all.sm.smCount),
               "a green context of {} SMs does not fit cuda:{}, which has {} SMs", sms, device, all.sm.smCount);
+  STENO_CHECK(count >= 1, "a green partition needs at least one context, got {}", count);
 
-  // One group of at least `sms` SMs; the rest of the device goes to `remaining`, which nobody uses: every green
-  // context is carved from the whole device, so several of them may overlap.
-  CUdevResource group{};
+  // One split into `count` groups: the driver hands out disjoint SM sets (rounded up to its granularity); what is
+  // left over goes to `remaining`, which nobody uses.
+  std::vector<CUdevResource> groups(static_cast<size_t>(count));
   CUdevResource remaining{};
-  unsigned groups = 1;
-  check(d, d.split_by_count(&group, &groups, &all, &remaining, 0, static_cast<unsigned>(sms)),
+  unsigned made = static_cast<unsigned>(count);
+  check(d, d.split_by_count(groups.data(), &made, &all, &remaining, 0, static_cast<unsigned>(sms)),
         "cuDevSmResourceSplitByCount", device);
-  if (groups != 1)
-    fail(ErrorCode::kUnavailable, "cuda:{}: cannot carve a group of {} SMs out of {}", device, sms, all.sm.smCount);
+  if (made != static_cast<unsigned>(count))
+    fail(ErrorCode::kUnavailable, "cuda:{}: cannot carve {} disjoint groups of {} SMs out of {} (only {} fit)",
+         device, count, sms, all.sm.smCount, made);
 
-  CUdevResourceDesc desc = nullptr;
-  check(d, d.generate_desc(&desc, &group, 1), "cuDevResourceGenerateDesc", device);
-  auto state = std::make_shared<State>();
-  state->device = device;
-  state->sms = static_cast<int>(group.sm.smCount);
-  check(d, d.create(&state->ctx, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate", device);
-  return GreenContext(std::move(state));
+  std::vector<GreenContext> out;
+  for (CUdevResource& group : groups) {
+    CUdevResourceDesc desc = nullptr;
+    check(d, d.generate_desc(&desc, &group, 1), "cuDevResourceGenerateDesc", device);
+    auto state = std::make_shared<State>();
+    state->device = device;
+    state->sms = static_cast<int>(group.sm.smCount);
+    check(d, d.create(&state->ctx, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate", device);
+    out.push_back(GreenContext(std::move(state)));
+  }
+  return out;
 }
 
 int GreenContext::device() const { return state_->device; }

@@ -56,6 +56,25 @@ TEST(GreenContextCuda, KernelsStayOnTheGreenContextsSms) {
   EXPECT_GT(static_cast<int>(all.size()), green.sm_count());
 }
 
+// partition() splits the device: each context's kernels run on SMs no other context of the split uses (lanes made
+// from it cannot slow each other down), and asking for more groups than fit fails instead of overlapping.
+TEST(GreenContextCuda, PartitionGivesDisjointSms) {
+  if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const int sms = steno::cuda::sm_count(0);
+  const int count = sms / 16;
+  ASSERT_GE(count, 2) << "the test needs room for two groups of 16 SMs";
+  const auto groups = steno::cuda::GreenContext::partition(0, 16, count);
+  ASSERT_EQ(static_cast<int>(groups.size()), count);
+  std::set<int> seen;
+  for (const auto& green : groups) {
+    EXPECT_EQ(green.sm_count(), 16);
+    const std::set<int> used = sms_used(Context::cuda(green.make_stream()), 4 * sms);
+    EXPECT_LE(static_cast<int>(used.size()), green.sm_count());
+    for (int sm : used) EXPECT_TRUE(seen.insert(sm).second) << "SM " << sm << " is in two groups";
+  }
+  EXPECT_THROW(steno::cuda::GreenContext::partition(0, 16, count + 1), Error);
+}
+
 TEST(GreenContextCuda, GemmOnAGreenContextMatchesAPlainOne) {
   if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   const auto green = steno::cuda::GreenContext::create(0, 16);
