@@ -21,6 +21,7 @@
 #include "serve_load_point.h"
 #include "serve_load_results.h"
 #include "steno/audio/decode.h"
+#include "steno/bench/gpu_sampler.h"
 
 namespace serve_load {
 
@@ -434,6 +435,9 @@ int run_open_loop(const Options& o, Json out) {
   }
   std::fprintf(stderr, "serve_load: references in %.1f s (%d empty)\n", refs.seconds, refs.empty_texts);
 
+  const steno::bench::GpuSampler gpu;  // NVML, every 100 ms; on a machine without one the result says why not
+  const double sweep_start = unix_now();
+  out["gpu"] = gpu.describe();
   out["headline"] = nullptr;
   out["points"] = Json::array();
   Tally total;
@@ -447,6 +451,8 @@ int run_open_loop(const Options& o, Json out) {
     point.run();
     count_all(total, point.outcomes());
     Json p = point_json(point, o);
+    p["gpu"] = gpu.summary(point.window().opened_unix(), point.window().closed_unix());
+    out["gpu_timeline"] = gpu.timeline(sweep_start);  // for the report's GPU plot
     print_point(i, o.rates.size(), p);
     out["points"].push_back(std::move(p));
     out["headline"] = headline_json(out["points"], "rate_per_s",
