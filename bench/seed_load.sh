@@ -28,7 +28,8 @@
 # 4. stops the server with SIGTERM and requires exit code 0;
 # 5. writes OUT: serve_load's result (points with per-request rows, headline, settings), the GPU samples summed up
 #    per point, the machine (CPU, cores, GPU, driver, CUDA version), the commit, the load average before and after,
-#    the server's log and every command line.
+#    the server's log and every command line, and the fleet's lines of /metrics after the sweep (fleet_metrics_after:
+#    restarts, replays, batch cap, each worker's memory, MPS state, shared weights; empty with plain lanes).
 # Exit status: serve_load's (non-zero when a request failed or answered another text than the reference, the latter
 # unless --accept-differing-text), else 1 when the server did not start or did not exit 0 on SIGTERM; 2 for bad usage.
 #
@@ -130,8 +131,8 @@ run_sweep
 if [ -n "$fault_pid" ]; then
   wait "$fault_pid" || true
   echo "$script: the request with X-Steno-Fault: $inject_fault was answered $(cat "$work/fault_status.txt")"
-  http_get /metrics >"$work/metrics_after.txt" 2>/dev/null || true
 fi
+http_get /metrics >"$work/metrics_after.txt" 2>/dev/null || true  # the fleet's state after the sweep
 
 # 4. SIGTERM; the server must exit 0.
 stop_server
@@ -154,16 +155,19 @@ result = sweep_result(
         clip["seconds"] if clip else "?", sweep["settings"]["sla"]["mean_ms_below"],
         sweep["settings"]["sla"]["p99_ms_below"]),
     "concurrency", clip=clip)
+def text(name, limit=2000):
+    return open(path(name), errors="replace").read()[:limit] if os.path.exists(path(name)) else None
+# The executors' state after the sweep (restarts, replays, batch cap, each worker's memory, MPS, shared weights):
+# the lines of /metrics that only the fleet modes have.
+fleet_metrics = [l for l in (text("metrics_after.txt", 10**6) or "").splitlines()
+                 if l.startswith(("steno_worker", "steno_replayed", "steno_poisoned", "steno_batch_splits",
+                                  "steno_batch_cap", "steno_mps", "steno_shared_weight"))]
+result["fleet_metrics_after"] = fleet_metrics
 if e.get("LOAD_INJECT_FAULT"):
-    def text(name, limit=2000):
-        return open(path(name), errors="replace").read()[:limit] if os.path.exists(path(name)) else None
-    metrics = text("metrics_after.txt", 10**6) or ""
     result["injected_fault"] = dict(
         kind=e["LOAD_INJECT_FAULT"], after_s=int(e["LOAD_INJECT_AFTER_S"]),
         http_status=(text("fault_status.txt") or "").strip(), body=text("fault_body.txt"),
-        fleet_metrics=[l for l in metrics.splitlines()
-                       if l.startswith(("steno_worker", "steno_replayed", "steno_poisoned", "steno_batch_splits",
-                                        "steno_batch_cap"))])
+        fleet_metrics=fleet_metrics)
 write_sweep_result(result)
 
 print("seed_load.sh: %-11s %8s %6s %7s %7s %11s %10s %9s %9s %5s %7s" % (
