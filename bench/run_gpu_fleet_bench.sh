@@ -10,11 +10,15 @@
 #   pressure     memory pressure: 4 MPS workers whose pinned device memory limit ($STENO_FLEET_PINNED, 3G) is too
 #                small for the largest batch (32 x 45 s), the seed load at c = 64; no request may fail (batches split,
 #                the cap shrinks) -> h200-fleet-mps-memory-pressure.json
+#   weights      one device copy of the weights (--share-weights): core_test SharedDeviceMemory.* and mps_gpu_test
+#                SharedWeightsFleet.* (logs/tests-weights-*.log), then the seed load at c = 64 for 20 s on 4 MPS workers
+#                with batching, without and with --share-weights: each worker's device memory is in the results'
+#                fleet_metrics_after -> h200-fleet-mps-batch-{private,shared}-weights.json
 #   arms         the seed sweep of each arm of $STENO_FLEET_ARMS ("processes mps mps+batch green+batch"; `single` and
 #                `lanes+batch` are in bench/results/h200-seed/) at $STENO_FLEET_CONCURRENCY ("1 4 8 16 20 24 32 64
 #                100") with $STENO_FLEET_DURATION_S (30) s windows -> h200-seed-ARM.json; the report is made on the
 #                development machine (gnuplot): steno bench report --out bench/results/h200-fleet single=...
-# STENO_FLEET_STEPS ("tests fault pressure arms") picks the steps; a run call's 10 minutes hold tests + fault +
+# STENO_FLEET_STEPS ("tests fault pressure weights arms") picks the steps; a run call's 10 minutes hold tests + fault +
 # pressure (about 4 min) and then about 1 arm at the protocol's full sweep (5.6 min each): spread the arms over calls.
 #
 # On the GPU machine, from the repository root, with the package carried
@@ -30,7 +34,7 @@ cd "$(dirname "$0")/.."
 out=${1:-${OUT:-/tmp/steno-fleet-out}}
 pkg=${STENO_PKG:-/tmp/steno}
 work=${STENO_BENCH_WORK:-/tmp/steno-bench}
-steps=" ${STENO_FLEET_STEPS:-tests fault pressure arms} "
+steps=" ${STENO_FLEET_STEPS:-tests fault pressure weights arms} "
 arms=${STENO_FLEET_ARMS:-processes mps mps+batch green+batch}
 concurrency=${STENO_FLEET_CONCURRENCY:-1 4 8 16 20 24 32 64 100}
 duration_s=${STENO_FLEET_DURATION_S:-30}
@@ -102,6 +106,17 @@ if [[ $steps == *" pressure "* ]]; then
     --note "memory pressure: $workers MPS workers, pinned device memory limit $pinned each, batches up to 32" \
     -- --share mps --executors "$workers" --mps-pinned-mem-limit "$pinned" --max-batch 32 --max-queue-delay-ms 50 \
     "${serve_common[@]}"
+fi
+if [[ $steps == *" weights "* ]]; then
+  step tests-weights-core 60 "$run" core_test --gtest_filter='SharedDeviceMemory.*:WeightArena.*'
+  step tests-weights-fleet 120 env STENO_BINARY="$pkg/bin/steno" "$run" mps_gpu_test \
+    --gtest_filter='SharedWeightsFleet.*'
+  for weights in private shared; do
+    flag=(); [ $weights = shared ] && flag=(--share-weights)
+    seed "h200-fleet-mps-batch-$weights-weights" 120 --concurrency 64 --duration-s 20 \
+      --note "$weights weights: $workers MPS workers, batches up to 16 within 50 ms; device memory per worker in fleet_metrics_after" \
+      -- --share mps --executors "$workers" --max-batch 16 --max-queue-delay-ms 50 "${flag[@]}" "${serve_common[@]}"
+  done
 fi
 if [[ $steps == *" arms "* ]]; then
   for arm in $arms; do

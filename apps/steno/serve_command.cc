@@ -139,6 +139,7 @@ serve::fleet::ProcessExecutorConfig worker_fleet(const ServeConfig& config, cons
   f.command.gemm = ops::parse_gemm_backend(config.gemm);
   f.heartbeat_interval = std::chrono::milliseconds(config.heartbeat_ms);
   f.batch_timeout_floor = std::chrono::milliseconds(static_cast<int64_t>(config.batch_timeout_s * 1000.0));
+  f.share_weights = config.share_weights;
   return f;
 }
 
@@ -259,6 +260,9 @@ Run add_serve_command(CLI::App& app) {
         "--share mps: each worker's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (default 100 / executors)");
   c.add(cmd, "--mps-pinned-mem-limit", &ServeConfig::mps_pinned_mem_limit,
         "--share mps: each worker's CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, e.g. 8G or 0=8G (default none)");
+  c.add_flag(cmd, "--share-weights", &ServeConfig::share_weights,
+             "--share processes|mps on CUDA: the workers map one device copy of the weights (CUDA IPC) instead of "
+             "loading one each; where the driver refuses, they load their own and the log says why");
   c.add(cmd, "--green-sms", &ServeConfig::green_sms,
         "--share green: SMs of each lane's green context (a multiple of 8 on Hopper)");
   c.add(cmd, "--batch-timeout-s", &ServeConfig::batch_timeout_s,

@@ -18,6 +18,10 @@ struct WorkerArgs {
   int threads = 0;
   std::string gemm = "onednn";
   int heartbeat_ms = 1000;
+  bool export_weights = false;  // --share-weights: make the fleet's shared copy of the weights
+  int import_weights_fd = -1;   // --share-weights: map the copy on this descriptor...
+  uint64_t weights_bytes = 0;   // ... which holds this many bytes of weights, laid out so
+  uint64_t weights_layout = 0;
 };
 
 int run_worker(const WorkerArgs& a) {
@@ -31,6 +35,17 @@ int run_worker(const WorkerArgs& a) {
   o.gemm = ops::parse_gemm_backend(a.gemm);
   STENO_CHECK(a.heartbeat_ms >= 1, "--heartbeat-ms must be >= 1, got {}", a.heartbeat_ms);
   o.heartbeat = std::chrono::milliseconds(a.heartbeat_ms);
+  STENO_CHECK(!a.export_weights || a.import_weights_fd < 0,
+              "--export-weights and --import-weights-fd exclude each other: a worker makes the shared weights or "
+              "maps them");
+  if (a.export_weights) o.weights.role = serve::fleet::WeightsRole::kExport;
+  if (a.import_weights_fd >= 0) {
+    STENO_CHECK(a.weights_bytes > 0, "--import-weights-fd needs --weights-bytes (the shared copy's size)");
+    o.weights.role = serve::fleet::WeightsRole::kImport;
+    o.weights.import_fd = a.import_weights_fd;
+    o.weights.bytes = a.weights_bytes;
+    o.weights.layout = a.weights_layout;
+  }
   return serve::fleet::run_worker(o);
 }
 
@@ -48,6 +63,13 @@ Run add_worker_command(CLI::App& app) {
   cmd->add_option("--threads", args->threads, "CPU threads (0: default)");
   cmd->add_option("--gemm", args->gemm, "CPU GEMM library: onednn or openblas");
   cmd->add_option("--heartbeat-ms", args->heartbeat_ms, "Heartbeat interval");
+  cmd->add_flag("--export-weights", args->export_weights,
+                "Load the weights into device memory shared with the other workers; send its descriptor");
+  cmd->add_option("--import-weights-fd", args->import_weights_fd,
+                  "Map the shared weights' device memory from this descriptor instead of loading a copy");
+  cmd->add_option("--weights-bytes", args->weights_bytes, "With --import-weights-fd: the shared copy's size");
+  cmd->add_option("--weights-layout", args->weights_layout,
+                  "With --import-weights-fd: the shared copy's layout fingerprint");
   return [args] { return run_worker(*args); };
 }
 

@@ -10,6 +10,7 @@
 #include "steno/core/cuda.h"
 #include "steno/core/cuda_fault.h"
 #include "steno/core/error.h"
+#include "steno/core/weight_arena.h"
 
 namespace steno::cuda {
 namespace {
@@ -158,6 +159,8 @@ void DeviceAllocator::trim() {
 // ---- WeightAllocator ------------------------------------------------------------------------------------------
 
 void* WeightAllocator::allocate(size_t bytes) {
+  // A model loading into a shared arena (weight_arena.h) takes its memory there; a counting load is counted.
+  if (void* arena = detail::weight_scope_allocate(device_, bytes)) return arena;
   set_device(device_);
   void* p = nullptr;
   const cudaError_t err = cudaMalloc(&p, bytes == 0 ? 256 : bytes);
@@ -172,7 +175,8 @@ void* WeightAllocator::allocate(size_t bytes) {
 }
 
 void WeightAllocator::deallocate(void* ptr, size_t) {
-  if (ptr != nullptr) cudaFree(ptr);
+  // Arena memory goes with its arena, never piece by piece (and it was never cudaMalloc's to free).
+  if (ptr != nullptr && !ArenaAllocator::owns(ptr)) cudaFree(ptr);
 }
 
 WeightAllocator& weight_allocator(int device) {

@@ -66,6 +66,11 @@ FleetMetrics::FleetMetrics(prometheus::Registry& registry, const std::string& mo
               .Help("The largest batch the executor currently asks for")
               .Register(registry)
               .Add(labels);
+  shared_weights_ = &prometheus::BuildGauge()
+                         .Name("steno_shared_weight_bytes")
+                         .Help("Device weights the worker processes share as one copy (0: not shared)")
+                         .Register(registry)
+                         .Add(labels);
   memory_ = &prometheus::BuildGauge()
                  .Name("steno_worker_memory_bytes")
                  .Help("Each worker's last reported memory: host resident set, device memory")
@@ -85,6 +90,7 @@ void FleetMetrics::requests_replayed(int n) { replayed_->Increment(n); }
 void FleetMetrics::request_poisoned() { poisoned_->Increment(); }
 void FleetMetrics::batch_split() { splits_->Increment(); }
 void FleetMetrics::set_batch_cap(int cap) { cap_->Set(cap); }
+void FleetMetrics::set_shared_weight_bytes(uint64_t bytes) { shared_weights_->Set(static_cast<double>(bytes)); }
 
 void FleetMetrics::set_worker_memory(int worker, uint64_t host_bytes, uint64_t device_bytes) {
   if (worker < 0 || static_cast<size_t>(worker) >= host_memory_.size()) return;

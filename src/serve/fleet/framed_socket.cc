@@ -34,7 +34,16 @@ Clock::time_point deadline_after(std::chrono::milliseconds timeout) {
   return timeout.count() < 0 ? Clock::time_point::max() : Clock::now() + timeout;
 }
 
-bool carries_fd(MessageType t) { return t == MessageType::kRunBatch; }
+// How many descriptors a frame of type `t` may come with: a RunBatch its PCM's, exactly; a Hello the shared
+// weights' (--share-weights), optionally; nothing else any.
+struct FdRule {
+  size_t min, max;
+};
+FdRule fd_rule(MessageType t) {
+  if (t == MessageType::kRunBatch) return {1, 1};
+  if (t == MessageType::kHello) return {0, 1};
+  return {0, 0};
+}
 
 }  // namespace
 
@@ -124,14 +133,14 @@ std::optional<FramedSocket::Received> FramedSocket::take_frame() {
   if (buffer_.size() < kHeaderBytes + h.payload_bytes) return std::nullopt;
   Received r{decode_payload(h.type, std::string_view(buffer_).substr(kHeaderBytes, h.payload_bytes)), UniqueFd()};
   buffer_.erase(0, kHeaderBytes + h.payload_bytes);
-  if (carries_fd(h.type)) {
-    if (fds_.size() != 1)
-      throw ProtocolError(
-          fmt::format("a {} frame needs one descriptor, got {}", message_type_name(h.type), fds_.size()));
+  const FdRule rule = fd_rule(h.type);
+  if (fds_.size() < rule.min)
+    throw ProtocolError(fmt::format("a {} frame needs one descriptor, got {}", message_type_name(h.type), fds_.size()));
+  if (fds_.size() > rule.max)
+    throw ProtocolError(fmt::format("a {} frame came with a descriptor", message_type_name(h.type)));
+  if (!fds_.empty()) {
     r.fd = std::move(fds_.front());
     fds_.clear();
-  } else if (!fds_.empty()) {
-    throw ProtocolError(fmt::format("a {} frame came with a descriptor", message_type_name(h.type)));
   }
   return r;
 }

@@ -1,11 +1,14 @@
 #include "steno/serve/fleet/process_executor.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 
 #include "steno/core/error.h"
 #include "steno/serve/fleet/shared_pcm.h"
@@ -46,7 +49,13 @@ struct ProcessExecutor::Slot {
   std::mutex mu;
   pid_t live_pid = 0;
   bool group_victim = false;
+  bool weights_shared = false;  // its worker's Hello said its weights are the shared copy
   std::thread thread;
+};
+
+struct ProcessExecutor::WeightsStart {
+  WeightsArgs args;
+  UniqueFd fd;  // kImport: a copy of the held descriptor for the child to inherit; closed once it is spawned
 };
 
 struct ProcessExecutor::Loss {
@@ -66,32 +75,38 @@ void ProcessExecutorConfig::validate() const {
               "restart backoff: need 0 <= initial <= max");
 }
 
-std::vector<std::string> worker_arguments(const ProcessExecutorConfig& config, int worker) {
+std::vector<std::string> worker_arguments(const ProcessExecutorConfig& config, int worker,
+                                          const WeightsArgs& weights) {
   const WorkerCommand& c = config.command;
   std::string level = c.log_level;
   if (level.empty()) {
     const auto name = spdlog::level::to_string_view(spdlog::get_level());
     level.assign(name.data(), name.size());
   }
-  return {"--log-level",
-          level,
-          "worker",
-          "--socket-fd",
-          std::to_string(kWorkerSocketFd),
-          "--index",
-          std::to_string(worker),
-          "--model",
-          c.model_dir,
-          "--device",
-          c.device.str(),
-          "--dtype",
-          dtype_name(c.dtype),
-          "--threads",
-          std::to_string(c.threads),
-          "--gemm",
-          ops::gemm_backend_name(c.gemm),
-          "--heartbeat-ms",
-          std::to_string(config.heartbeat_interval.count())};
+  std::vector<std::string> args = {"--log-level",
+                                   level,
+                                   "worker",
+                                   "--socket-fd",
+                                   std::to_string(kWorkerSocketFd),
+                                   "--index",
+                                   std::to_string(worker),
+                                   "--model",
+                                   c.model_dir,
+                                   "--device",
+                                   c.device.str(),
+                                   "--dtype",
+                                   dtype_name(c.dtype),
+                                   "--threads",
+                                   std::to_string(c.threads),
+                                   "--gemm",
+                                   ops::gemm_backend_name(c.gemm),
+                                   "--heartbeat-ms",
+                                   std::to_string(config.heartbeat_interval.count())};
+  if (weights.role == WeightsRole::kExport) args.push_back("--export-weights");
+  if (weights.role == WeightsRole::kImport)
+    args.insert(args.end(), {"--import-weights-fd", std::to_string(kWorkerWeightsFd), "--weights-bytes",
+                             std::to_string(weights.bytes), "--weights-layout", std::to_string(weights.layout)});
+  return args;
 }
 
 ProcessExecutor::ProcessExecutor(ProcessExecutorConfig config, DynamicBatcher& batcher, RequestCompleter complete,
@@ -110,18 +125,15 @@ ProcessExecutor::ProcessExecutor(ProcessExecutorConfig config, DynamicBatcher& b
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->index = i;
   }
+  if (config_.share_weights) weights_state_ = WeightsState::kNeedCreator;
+  if (fleet_metrics_) fleet_metrics_->set_shared_weight_bytes(0);
   // All load their models side by side; the first that fails stops the start-up (the others are killed when
-  // their slots go).
-  for (auto& s : slots_) {
-    s->worker = WorkerProcess::spawn(launch(s->index));
-    s->live_pid = s->worker->pid();
-  }
-  for (auto& s : slots_) {
-    if (auto error = await_ready(*s))
-      fail(ErrorCode::kUnavailable, "worker {} could not start: {} (its messages are above)", s->index, *error);
-    if (fleet_metrics_) fleet_metrics_->worker_up();
-  }
+  // their slots go). With shared weights the first worker makes the copy before the others start and map it.
+  const size_t first = config_.share_weights ? 1 : slots_.size();
+  start_fleet(0, first);
+  start_fleet(first, slots_.size());
   spdlog::info("{} worker processes ready", slots_.size());
+  report_shared_weights();
   for (auto& s : slots_) s->thread = std::thread([this, slot = s.get()] { dispatch(*slot); });
 }
 
@@ -137,15 +149,120 @@ void ProcessExecutor::join() {
     if (s->thread.joinable()) s->thread.join();
 }
 
-WorkerLaunch ProcessExecutor::launch(int worker) const {
+WorkerLaunch ProcessExecutor::launch(int worker, const WeightsStart& weights) const {
   WorkerLaunch l;
   l.executable = config_.command.executable;
-  l.args = worker_arguments(config_, worker);
+  l.args = worker_arguments(config_, worker, weights.args);
   if (config_.worker_env) l.env = config_.worker_env(worker);
+  l.weights_fd = weights.fd.get();
   return l;
 }
 
-std::optional<std::string> ProcessExecutor::await_ready(Slot& s) {
+void ProcessExecutor::start_fleet(size_t begin, size_t end) {
+  std::vector<WeightsStart> weights(end - begin);
+  for (size_t i = begin; i < end; ++i) {
+    Slot& s = *slots_[i];
+    WeightsStart& w = weights[i - begin];
+    w = begin_weights(s.index);
+    s.worker = WorkerProcess::spawn(launch(s.index, w));
+    s.live_pid = s.worker->pid();
+    w.fd.reset();  // the child has its own copy
+  }
+  for (size_t i = begin; i < end; ++i) {
+    Slot& s = *slots_[i];
+    Hello hello;
+    UniqueFd fd;
+    const auto error = await_ready(s, &hello, &fd);
+    end_weights(s, weights[i - begin], error ? nullptr : &hello, std::move(fd));
+    if (error)
+      fail(ErrorCode::kUnavailable, "worker {} could not start: {} (its messages are above)", s.index, *error);
+    if (fleet_metrics_) fleet_metrics_->worker_up();
+  }
+}
+
+ProcessExecutor::WeightsStart ProcessExecutor::begin_weights(int worker) {
+  WeightsStart w;
+  std::unique_lock lock(weights_mu_);
+  // While another worker makes the copy, wait for it (no longer than that worker may take to start).
+  weights_cv_.wait_for(lock, config_.startup_timeout + kExitGrace,
+                       [&] { return weights_state_ != WeightsState::kCreating; });
+  switch (weights_state_) {
+    case WeightsState::kOff:
+    case WeightsState::kPrivate: break;
+    case WeightsState::kCreating:
+      spdlog::warn("worker {}: the shared weights are still being made; it loads private weights", worker);
+      break;
+    case WeightsState::kNeedCreator:
+      weights_state_ = WeightsState::kCreating;
+      w.args.role = WeightsRole::kExport;
+      break;
+    case WeightsState::kShared: {
+      // A copy of our descriptor: a group restart may close the held one while this worker is being spawned.
+      const int fd = ::fcntl(weights_fd_.get(), F_DUPFD_CLOEXEC, 0);
+      if (fd < 0) {
+        spdlog::warn("worker {}: cannot pass it the shared weights ({}); it loads private weights", worker,
+                     std::strerror(errno));
+        break;
+      }
+      w.fd = UniqueFd(fd);
+      w.args = WeightsArgs{WeightsRole::kImport, weights_bytes_, weights_layout_};
+      break;
+    }
+  }
+  return w;
+}
+
+void ProcessExecutor::end_weights(Slot& s, WeightsStart& start, const Hello* hello, UniqueFd fd) {
+  start.fd.reset();
+  s.weights_shared = hello != nullptr && hello->weights_shared;
+  const pid_t pid = s.worker ? s.worker->pid() : 0;
+  if (start.args.role == WeightsRole::kImport && hello != nullptr && !hello->weights_shared)
+    spdlog::warn("worker {} (pid {}) could not use the shared weights ({}): it loaded private weights", s.index, pid,
+                 hello->weights_note);
+  if (start.args.role != WeightsRole::kExport) return;  // a descriptor it sent anyway is closed with `fd`
+  std::lock_guard lock(weights_mu_);
+  if (hello == nullptr) {
+    weights_state_ = WeightsState::kNeedCreator;  // it did not start: the next worker to start makes the copy
+  } else if (hello->weights_shared && fd.valid() && hello->weights_bytes > 0) {
+    weights_fd_ = std::move(fd);
+    weights_bytes_ = hello->weights_bytes;
+    weights_layout_ = hello->weights_layout;
+    weights_state_ = WeightsState::kShared;
+    spdlog::info("worker {} (pid {}) made the shared copy of the weights: {:.1f} MiB", s.index, pid,
+                 static_cast<double>(weights_bytes_) / (1 << 20));
+  } else {
+    s.weights_shared = false;
+    weights_state_ = WeightsState::kPrivate;
+    spdlog::warn("worker {} (pid {}) could not make a shared copy of the weights ({}): every worker loads private "
+                 "weights",
+                 s.index, pid, hello->weights_note.empty() ? "it sent no descriptor" : hello->weights_note);
+  }
+  if (fleet_metrics_) fleet_metrics_->set_shared_weight_bytes(s.weights_shared ? weights_bytes_ : 0);
+  weights_cv_.notify_all();
+}
+
+void ProcessExecutor::drop_shared_weights() {
+  std::lock_guard lock(weights_mu_);
+  // A copy being made now is left to its maker: killed with the group, its failed start asks for a new one.
+  if (weights_state_ != WeightsState::kShared && weights_state_ != WeightsState::kPrivate) return;
+  spdlog::warn("dropping the shared weights: the first worker restarted makes a new copy");
+  weights_fd_.reset();
+  weights_state_ = WeightsState::kNeedCreator;
+  if (fleet_metrics_) fleet_metrics_->set_shared_weight_bytes(0);
+}
+
+void ProcessExecutor::report_shared_weights() {
+  if (!config_.share_weights) return;
+  std::lock_guard lock(weights_mu_);
+  if (weights_state_ != WeightsState::kShared) return;  // the creator's warning said why
+  int sharing = 0;
+  for (const auto& s : slots_) sharing += s->weights_shared ? 1 : 0;
+  const double mib = static_cast<double>(weights_bytes_) / (1 << 20);
+  spdlog::info("{} of {} workers share one device copy of the weights: {:.1f} MiB (saves ~{}x{:.1f} = {:.1f} MiB)",
+               sharing, slots_.size(), mib, sharing - 1, mib, (sharing - 1) * mib);
+}
+
+std::optional<std::string> ProcessExecutor::await_ready(Slot& s, Hello* hello_out, UniqueFd* fd_out) {
   const Clock::time_point deadline = Clock::now() + config_.startup_timeout;
   std::string error;
   while (error.empty()) {
@@ -162,6 +279,8 @@ std::optional<std::string> ProcessExecutor::await_ready(Slot& s) {
         throw ProtocolError(
             fmt::format("expected its hello, got a {} message", message_type_name(type_of(in->message))));
       s.last_frame = Clock::now();
+      if (hello_out) *hello_out = *hello;
+      if (fd_out) *fd_out = std::move(in->fd);
       return std::nullopt;
     } catch (const PeerClosed&) {
       error = "it exited before it was ready";
@@ -181,17 +300,24 @@ std::optional<std::string> ProcessExecutor::await_ready(Slot& s) {
 }
 
 bool ProcessExecutor::start_worker(Slot& s) {
+  WeightsStart weights = begin_weights(s.index);
   try {
-    auto worker = WorkerProcess::spawn(launch(s.index));
+    auto worker = WorkerProcess::spawn(launch(s.index, weights));
     std::lock_guard lock(s.mu);
     s.worker = std::move(worker);
     s.live_pid = s.worker->pid();
   } catch (const Error& e) {
     spdlog::error("worker {}: cannot start a process: {}", s.index, e.what());
+    end_weights(s, weights, nullptr, UniqueFd());
     ++s.failures;
     return false;
   }
-  if (auto error = await_ready(s)) {
+  weights.fd.reset();  // the child has its own copy
+  Hello hello;
+  UniqueFd fd;
+  const auto error = await_ready(s, &hello, &fd);
+  end_weights(s, weights, error ? nullptr : &hello, std::move(fd));
+  if (error) {
     spdlog::error("worker {} could not start: {}", s.index, *error);
     s.worker.reset();
     ++s.failures;
@@ -435,6 +561,7 @@ void ProcessExecutor::replay(Batch batch, bool charge, const std::string& why) {
 
 void ProcessExecutor::restart_group(const Slot& faulted) {
   spdlog::warn("worker {} faulted: restarting every worker of its group", faulted.index);
+  drop_shared_weights();  // its memory may belong to the context that broke
   for (auto& other : slots_) {
     if (other.get() == &faulted) continue;
     std::lock_guard lock(other->mu);

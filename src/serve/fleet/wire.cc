@@ -97,6 +97,10 @@ std::vector<asr::TimedText> get_timed(Reader& r, const char* what) {
 void put_payload(Writer& w, const Hello& m) {
   w.put(m.pid);
   w.put(m.worker_index);
+  w.put(static_cast<uint8_t>(m.weights_shared ? 1 : 0));
+  w.put(m.weights_bytes);
+  w.put(m.weights_layout);
+  w.put_string(std::string_view(m.weights_note).substr(0, kMaxWeightsNote));
 }
 
 void put_payload(Writer& w, const Heartbeat& m) {
@@ -146,6 +150,15 @@ Hello get_hello(Reader& r) {
   Hello m;
   m.pid = r.get<int32_t>("hello pid");
   m.worker_index = r.get<int32_t>("hello worker index");
+  const auto shared = r.get<uint8_t>("hello weights shared");
+  if (shared > 1) throw ProtocolError(fmt::format("hello: weights shared is {}, not 0 or 1", shared));
+  m.weights_shared = shared == 1;
+  m.weights_bytes = r.get<uint64_t>("hello weights bytes");
+  m.weights_layout = r.get<uint64_t>("hello weights layout");
+  m.weights_note = r.get_string("hello weights note");
+  if (m.weights_note.size() > kMaxWeightsNote)
+    throw ProtocolError(fmt::format("hello: a weights note of {} bytes (at most {})", m.weights_note.size(),
+                                    kMaxWeightsNote));
   return m;
 }
 

@@ -21,6 +21,7 @@
 #include "steno/serve/fleet/fault_injection.h"
 #include "steno/serve/fleet/framed_socket.h"
 #include "steno/serve/fleet/shared_pcm.h"
+#include "steno/serve/fleet/shared_weights.h"
 
 namespace steno::serve::fleet {
 namespace {
@@ -168,13 +169,22 @@ int run_worker(const WorkerOptions& options) {
   asr::ModelOverrides overrides;
   overrides.device = options.device;
   overrides.dtype = options.dtype;
-  std::shared_ptr<const asr::AsrModel> model = asr::AsrModel::load(options.model_dir, overrides);
-  std::unique_ptr<BatchRunner> runner = transcriber_runners(model, options.threads, options.gemm)(options.index);
+  WorkerWeights weights = load_worker_model(options.model_dir, overrides, options.weights, options.index);
+  std::unique_ptr<BatchRunner> runner =
+      transcriber_runners(weights.model, options.threads, options.gemm)(options.index);
 
-  socket.send(Hello{static_cast<int32_t>(::getpid()), options.index});
+  Hello hello;
+  hello.pid = static_cast<int32_t>(::getpid());
+  hello.worker_index = options.index;
+  hello.weights_shared = weights.shared;
+  hello.weights_bytes = weights.bytes;
+  hello.weights_layout = weights.layout;
+  hello.weights_note = weights.note;
+  socket.send(hello, weights.export_fd.get());  // the shared copy's descriptor, when this worker made it
+  weights.export_fd.reset();                    // the server holds it now
   HeartbeatThread heartbeats(socket, options.heartbeat, options.device);
-  spdlog::info("worker {} (pid {}) ready: {} on {}", options.index, ::getpid(), options.model_dir,
-               options.device.str());
+  spdlog::info("worker {} (pid {}) ready: {} on {}{}", options.index, ::getpid(), options.model_dir,
+               options.device.str(), weights.shared ? " (shared weights)" : "");
   for (;;) {
     std::optional<FramedSocket::Received> in;
     try {

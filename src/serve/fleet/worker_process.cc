@@ -48,22 +48,27 @@ CStrings environment(const std::vector<std::pair<std::string, std::string>>& ove
   return env;
 }
 
+// The first descriptor the worker does not inherit.
+constexpr int kFirstClosedFd = kWorkerWeightsFd + 1;
+
 // In the child between fork and exec: async-signal-safe calls only (the server has many threads).
-[[noreturn]] void exec_child(pid_t parent, int socket_fd, const char* executable, char* const* argv,
+[[noreturn]] void exec_child(pid_t parent, int socket_fd, int weights_fd, const char* executable, char* const* argv,
                              char* const* envp) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);  // the server blocks SIGTERM/SIGINT for its sigwait()
   setpgid(0, 0);
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);  // the server already died
-  if (socket_fd != kWorkerSocketFd) {
-    if (dup2(socket_fd, kWorkerSocketFd) < 0) _exit(127);  // the copy does not inherit close-on-exec
-  } else if (fcntl(kWorkerSocketFd, F_SETFD, 0) < 0) {
+  // Both descriptors first above the numbers they go to, so that placing one cannot close the other; then each
+  // dup2'd to its number (a copy made by dup2 does not inherit close-on-exec).
+  if (socket_fd < kFirstClosedFd && (socket_fd = fcntl(socket_fd, F_DUPFD, kFirstClosedFd)) < 0) _exit(127);
+  if (weights_fd >= 0 && weights_fd < kFirstClosedFd && (weights_fd = fcntl(weights_fd, F_DUPFD, kFirstClosedFd)) < 0)
     _exit(127);
-  }
+  if (dup2(socket_fd, kWorkerSocketFd) < 0) _exit(127);
+  if (weights_fd >= 0 && dup2(weights_fd, kWorkerWeightsFd) < 0) _exit(127);
   // Listening sockets and client connections must not live on in the worker.
-  if (syscall(SYS_close_range, kWorkerSocketFd + 1, UINT_MAX, 0) != 0)
-    for (int fd = kWorkerSocketFd + 1; fd < 65536; ++fd) close(fd);
+  if (syscall(SYS_close_range, kFirstClosedFd, UINT_MAX, 0) != 0)
+    for (int fd = kFirstClosedFd; fd < 65536; ++fd) close(fd);
   execve(executable, argv, envp);
   _exit(127);
 }
@@ -99,7 +104,7 @@ std::unique_ptr<WorkerProcess> WorkerProcess::spawn(const WorkerLaunch& launch) 
 
   const pid_t pid = ::fork();
   if (pid < 0) fail(ErrorCode::kUnavailable, "fork for a worker: {}", std::strerror(errno));
-  if (pid == 0) exec_child(parent, worker_end.get(), launch.executable.c_str(), argv_p, envp_p);
+  if (pid == 0) exec_child(parent, worker_end.get(), launch.weights_fd, launch.executable.c_str(), argv_p, envp_p);
   return std::unique_ptr<WorkerProcess>(new WorkerProcess(pid, std::move(server_end)));
 }
 

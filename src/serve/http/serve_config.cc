@@ -39,6 +39,7 @@ const std::map<std::string, Setter>& setters() {
       {"mps_pipe_dir", set(&ServeConfig::mps_pipe_dir)},
       {"mps_thread_percentage", set(&ServeConfig::mps_thread_percentage)},
       {"mps_pinned_mem_limit", set(&ServeConfig::mps_pinned_mem_limit)},
+      {"share_weights", set(&ServeConfig::share_weights)},
       {"green_sms", set(&ServeConfig::green_sms)},
       {"threads_per_lane", set(&ServeConfig::threads_per_lane)},
       {"max_batch", set(&ServeConfig::max_batch)},
@@ -151,6 +152,10 @@ void validate(const ServeConfig& c) {
   STENO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,
               "dtype must be f32, f16 or bf16, got {}", c.dtype);
   STENO_CHECK(!device.is_cpu() || dtype == DType::kF32, "dtype {}: the CPU engine computes in f32", c.dtype);
+  STENO_CHECK(!c.share_weights || ((c.share == "processes" || c.share == "mps") && !device.is_cpu()),
+              "share_weights shares one device copy of the weights among worker processes: it needs share processes "
+              "or mps on a CUDA device (share is '{}', device {}); lanes and green share one copy already",
+              c.share, device.str());
   STENO_CHECK(c.read_timeout_s > 0 && c.idle_timeout_s > 0 && c.drain_timeout_s >= 0,
               "read_timeout_s and idle_timeout_s must be > 0, drain_timeout_s >= 0");
   if (!is_loopback_host(c.host) && c.api_key.empty())

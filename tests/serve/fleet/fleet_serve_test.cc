@@ -111,6 +111,22 @@ TEST(FleetServe, ModesThisMachineCannotRunFailClearly) {
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("share must be lanes, processes, mps or green"), std::string::npos) << out;
 
+  // One device copy of the weights for worker processes: not for lanes (they share one already), not on the CPU.
+  out = run(std::string(STENO_BINARY) + " serve --port 0 --share-weights", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("share_weights shares one device copy of the weights among worker processes: it needs share "
+                     "processes or mps on a CUDA device (share is 'lanes', device cpu)"),
+            std::string::npos)
+      << out;
+  out = run(std::string(STENO_BINARY) + " serve --port 0 --share processes --executors 2 --share-weights", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("(share is 'processes', device cpu)"), std::string::npos) << out;
+
+  // A worker makes the shared copy or maps it, never both (the server never asks for both).
+  out = run(std::string(STENO_BINARY) + " worker --socket-fd 99 --export-weights --import-weights-fd 4", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("--export-weights and --import-weights-fd exclude each other"), std::string::npos) << out;
+
   out = run(std::string(STENO_BINARY) + " serve --port 0 --enable-fault-injection", &rc);  // lanes by default
   EXPECT_EQ(rc, 1) << out;
   EXPECT_NE(out.find("enable_fault_injection needs worker processes"), std::string::npos) << out;

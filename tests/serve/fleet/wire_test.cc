@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "steno/serve/fleet/framed_socket.h"
 #include "steno/serve/fleet/shared_pcm.h"
@@ -41,10 +42,34 @@ BatchResult sample_result() {
   return r;
 }
 
+// A Hello with every weights field set (a real one has a note only when not shared; the codec does not care).
+Hello sample_shared_hello() {
+  Hello h;
+  h.pid = 99;
+  h.worker_index = 0;
+  h.weights_shared = true;
+  h.weights_bytes = 1'234'567'936;
+  h.weights_layout = 0xfeedfacecafebeefull;
+  h.weights_note = "cuda:0: cuMemCreate failed (CUDA_ERROR_NOT_SUPPORTED)";
+  return h;
+}
+
 TEST(Wire, EveryMessageSurvivesARoundTrip) {
-  const auto hello = std::get<Hello>(round_trip(Hello{4242, 3}));
+  Hello sent;
+  sent.pid = 4242;
+  sent.worker_index = 3;
+  const auto hello = std::get<Hello>(round_trip(sent));
   EXPECT_EQ(hello.pid, 4242);
   EXPECT_EQ(hello.worker_index, 3);
+  EXPECT_FALSE(hello.weights_shared);
+  EXPECT_EQ(hello.weights_bytes, 0u);
+  EXPECT_TRUE(hello.weights_note.empty());
+  const Hello shared = sample_shared_hello();
+  const auto shared2 = std::get<Hello>(round_trip(shared));
+  EXPECT_TRUE(shared2.weights_shared);
+  EXPECT_EQ(shared2.weights_bytes, shared.weights_bytes);
+  EXPECT_EQ(shared2.weights_layout, shared.weights_layout);
+  EXPECT_EQ(shared2.weights_note, shared.weights_note);
 
   const auto beat = std::get<Heartbeat>(round_trip(Heartbeat{123456789, kMemoryNotReported}));
   EXPECT_EQ(beat.host_rss_bytes, 123456789u);
@@ -124,6 +149,23 @@ TEST(Wire, MalformedPayloadsAreRefused) {
   std::memcpy(long_text.data() + count_at + 4, &big, 4);
   EXPECT_THROW(decode_payload(MessageType::kBatchResult, long_text), ProtocolError);
 
+  // A Hello: every truncation, a flag that is neither 0 nor 1, a note longer than the protocol allows.
+  const std::string hello = encode_frame(sample_shared_hello()).substr(kHeaderBytes);
+  for (size_t n = 0; n < hello.size(); ++n)
+    EXPECT_THROW(decode_payload(MessageType::kHello, std::string_view(hello).substr(0, n)), ProtocolError) << n;
+  EXPECT_THROW(decode_payload(MessageType::kHello, hello + "x"), ProtocolError);
+  std::string flag = hello;
+  flag[8] = 2;  // after pid and worker index
+  EXPECT_THROW(decode_payload(MessageType::kHello, flag), ProtocolError);
+  Hello wordy;
+  wordy.weights_note = std::string(kMaxWeightsNote + 100, 'n');  // cut to the limit when sent
+  EXPECT_EQ(std::get<Hello>(round_trip(wordy)).weights_note.size(), kMaxWeightsNote);
+  std::string too_long = encode_frame(wordy).substr(kHeaderBytes);
+  const uint32_t note_bytes = kMaxWeightsNote + 1;
+  std::memcpy(too_long.data() + 8 + 1 + 16, &note_bytes, 4);
+  too_long += "n";
+  EXPECT_THROW(decode_payload(MessageType::kHello, too_long), ProtocolError);
+
   // Enumerations out of range.
   std::string run = encode_frame(RunBatch{1, {{0, 10, InjectedFault::kNone}}}).substr(kHeaderBytes);
   run.back() = 99;
@@ -134,21 +176,25 @@ TEST(Wire, MalformedPayloadsAreRefused) {
 }
 
 TEST(Wire, RandomCorruptionNeverCrashes) {
-  const std::string frame = encode_frame(sample_result());
-  const std::string payload = frame.substr(kHeaderBytes);
-  std::mt19937 rng(7);
-  int refused = 0;
-  for (int i = 0; i < 3000; ++i) {
-    std::string p = payload;
-    const int flips = 1 + static_cast<int>(rng() % 4);
-    for (int k = 0; k < flips; ++k) p[rng() % p.size()] = static_cast<char>(rng());
-    try {
-      decode_payload(MessageType::kBatchResult, p);
-    } catch (const ProtocolError&) {
-      ++refused;
+  const std::pair<MessageType, Message> samples[] = {{MessageType::kBatchResult, sample_result()},
+                                                     {MessageType::kHello, sample_shared_hello()}};
+  for (const auto& [type, message] : samples) {
+    const std::string payload = encode_frame(message).substr(kHeaderBytes);
+    std::mt19937 rng(7);
+    int refused = 0;
+    for (int i = 0; i < 3000; ++i) {
+      std::string p = payload;
+      const int flips = 1 + static_cast<int>(rng() % 4);
+      for (int k = 0; k < flips; ++k) p[rng() % p.size()] = static_cast<char>(rng());
+      try {
+        decode_payload(type, p);
+      } catch (const ProtocolError&) {
+        ++refused;
+      }
     }
+    // Some corruptions are still valid messages (a changed character); many are not.
+    EXPECT_GT(refused, 0) << message_type_name(type);
   }
-  EXPECT_GT(refused, 0);  // some corruptions are still valid messages (a changed character); many are not
 }
 
 struct SocketPair {
@@ -231,6 +277,21 @@ TEST(FramedSocket, HostilePeersAreProtocolErrorsOrClosedConnections) {
     EXPECT_THROW(server.receive(2s), ProtocolError);
     server.send(RunBatch{1, {}});
     EXPECT_THROW(worker.receive(2s), ProtocolError);
+  }
+  {  // a Hello may carry a descriptor (the shared weights' memory) or none; one Hello cannot carry two
+    SocketPair p;
+    FramedSocket server(std::move(p.a), kMaxResultPayload);
+    FramedSocket worker(std::move(p.b), kMaxRequestPayload);
+    UniqueFd memfd(::memfd_create("weights", MFD_CLOEXEC));
+    worker.send(sample_shared_hello(), memfd.get());
+    auto with = server.receive(2s);
+    ASSERT_TRUE(with);
+    EXPECT_TRUE(std::get<Hello>(with->message).weights_shared);
+    EXPECT_TRUE(with->fd.valid());
+    worker.send(Hello{});
+    auto without = server.receive(2s);
+    ASSERT_TRUE(without);
+    EXPECT_FALSE(without->fd.valid());
   }
   {  // a peer that goes away mid-frame
     SocketPair p;

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "../../error_util.h"
 #include "errors.h"
 #include "header_value.h"
 #include "kserve_tensors.h"
@@ -197,6 +198,32 @@ TEST(ServeConfig, FileFlagsAndTheApiKeyRule) {
   validate(c);
   c.max_batch = 0;
   EXPECT_THROW(validate(c), Error);
+}
+
+TEST(ServeConfig, ShareWeightsNeedsWorkerProcessesOnACudaDevice) {
+  ServeConfig c;
+  apply_config_json(c, R"({"share": "processes", "device": "cuda", "share_weights": true})");
+  EXPECT_TRUE(c.share_weights);
+  validate(c);
+  c.share = "mps";
+  validate(c);
+  const auto refused = [&](const std::string& share, const std::string& device) {
+    ServeConfig bad = c;
+    bad.share = share;
+    bad.device = device;
+    if (share == "green") bad.green_sms = 16;
+    return steno::testing::error_of([&] { validate(bad); }, ErrorCode::kInvalidArgument);
+  };
+  for (const auto& [share, device] : std::vector<std::pair<std::string, std::string>>{
+           {"lanes", "cuda"}, {"green", "cuda:0"}, {"processes", "cpu"}}) {
+    const std::string why = refused(share, device);
+    EXPECT_NE(why.find("share_weights shares one device copy of the weights among worker processes: it needs share "
+                       "processes or mps on a CUDA device"),
+              std::string::npos)
+        << why;
+    EXPECT_NE(why.find("share is '" + share + "'"), std::string::npos) << why;
+  }
+  EXPECT_THROW(apply_config_json(c, R"({"share_weights": "yes"})"), Error);  // a bool, not a string
 }
 
 TEST(ServeConfig, DeviceAndDtype) {

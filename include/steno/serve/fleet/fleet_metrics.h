@@ -10,6 +10,8 @@
 //   steno_batch_cap                        gauge: the largest batch the executor asks the batcher for
 //   steno_worker_memory_bytes{worker,memory}  gauge: each worker's last reported memory (memory="host": its
 //                                          resident set; "device": what NVML attributes to it, on CUDA)
+//   steno_shared_weight_bytes              gauge: the device weights the workers share as one copy
+//                                          (--share-weights; 0 when they are not shared)
 #pragma once
 
 #include <cstdint>
@@ -44,6 +46,7 @@ class FleetMetrics {
   void set_batch_cap(int cap);
   // kMemoryNotReported (wire.h) leaves that series unset.
   void set_worker_memory(int worker, uint64_t host_bytes, uint64_t device_bytes);
+  void set_shared_weight_bytes(uint64_t bytes);
 
  private:
   std::vector<prometheus::Counter*> restarts_;  // by RestartReason
@@ -52,6 +55,7 @@ class FleetMetrics {
   prometheus::Counter* poisoned_;
   prometheus::Counter* splits_;
   prometheus::Gauge* cap_;
+  prometheus::Gauge* shared_weights_;
   prometheus::Family<prometheus::Gauge>* memory_;
   std::string model_, version_;
   std::mutex memory_mu_;

@@ -36,7 +36,7 @@ class FramedSocket {
   };
   // The next message, waiting at most `timeout` (negative: without limit); nullopt when none came in time.
   // Throws PeerClosed at EOF and ProtocolError for a malformed frame or a descriptor the protocol does not allow
-  // with it (only RunBatch carries one, and must). Not thread-safe: one reader.
+  // with it (a RunBatch must carry one, a Hello may, no other message can). Not thread-safe: one reader.
   std::optional<Received> receive(std::chrono::milliseconds timeout);
 
   int fd() const { return fd_.get(); }

@@ -14,6 +14,11 @@
 //     crashed the worker twice; not retried"). Replays go before new batches; deadlines and cancellation apply.
 //   - restart_group_on_fault (MPS, where one client's fault kills them all): a lost worker also kills and
 //     restarts every other worker; their batches are replayed whole, without charging their requests.
+//   - share_weights (shared_weights.h): the first worker makes the one device copy of the weights and the others
+//     start after it, mapping that copy through the descriptor the server keeps (the executor owns it). A worker
+//     restarted later maps it too; after a group restart the copy is dropped (it may belong to the broken
+//     context) and the first worker restarted makes a new one. Where sharing does not work out, workers load
+//     private weights and the server says why; the fleet never fails for it.
 //   - a batch that fails with kResourceExhausted (out of memory) is split in halves and retried, and the batch
 //     cap the executor asks the batcher for drops to half that batch (it grows back by one every 100 batches that
 //     succeed); a single request that runs out of memory fails alone. Other errors fail the batch, as in lanes.
@@ -21,6 +26,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -37,6 +43,7 @@
 #include "steno/serve/batcher.h"
 #include "steno/serve/completer.h"
 #include "steno/serve/fleet/fleet_metrics.h"
+#include "steno/serve/fleet/shared_weights.h"
 #include "steno/serve/fleet/wire.h"
 #include "steno/serve/fleet/worker_process.h"
 
@@ -60,6 +67,7 @@ struct ProcessExecutorConfig {
   WorkerCommand command;
   WorkerEnv worker_env;  // extra environment per worker (MPS variables, ...); optional
   bool restart_group_on_fault = false;
+  bool share_weights = false;  // one device copy of the weights for every worker (shared_weights.h)
   std::chrono::milliseconds heartbeat_interval{1000};
   int missed_heartbeats = 5;  // a worker silent for this many intervals is hung
   std::chrono::milliseconds batch_timeout_floor{30'000};
@@ -70,8 +78,16 @@ struct ProcessExecutorConfig {
   void validate() const;  // throws kInvalidArgument naming the field
 };
 
+// How a worker gets its weights, for its command line: kImport's memory is descriptor kWorkerWeightsFd.
+struct WeightsArgs {
+  WeightsRole role = WeightsRole::kPrivate;
+  uint64_t bytes = 0;   // kImport: the shared copy's layout size and fingerprint
+  uint64_t layout = 0;
+};
+
 // The worker's argv after argv[0] (the socket is descriptor kWorkerSocketFd).
-std::vector<std::string> worker_arguments(const ProcessExecutorConfig& config, int worker);
+std::vector<std::string> worker_arguments(const ProcessExecutorConfig& config, int worker,
+                                          const WeightsArgs& weights = {});
 
 class ProcessExecutor {
  public:
@@ -93,9 +109,16 @@ class ProcessExecutor {
   struct Loss;
   using Answer = std::variant<BatchResult, BatchFailed, Loss>;  // how a batch sent to a worker ended
 
-  WorkerLaunch launch(int worker) const;
+  struct WeightsStart;  // how one start of a worker gets its weights (share_weights)
+
+  WorkerLaunch launch(int worker, const WeightsStart& weights) const;
+  void start_fleet(size_t begin, size_t end);
   bool start_worker(Slot& s);
-  std::optional<std::string> await_ready(Slot& s);
+  std::optional<std::string> await_ready(Slot& s, Hello* hello = nullptr, UniqueFd* fd = nullptr);
+  WeightsStart begin_weights(int worker);
+  void end_weights(Slot& s, WeightsStart& start, const Hello* hello, UniqueFd fd);
+  void drop_shared_weights();
+  void report_shared_weights();
   bool restart(Slot& s);
   void dispatch(Slot& s);
   std::optional<Loss> check_idle(Slot& s);
@@ -125,6 +148,16 @@ class ProcessExecutor {
   int batch_cap_;
   int successes_at_cap_ = 0;
   std::mutex join_mu_;
+
+  // share_weights: where the fleet's copy stands. kCreating while a worker makes it (other starts wait for it);
+  // kShared with the copy's descriptor held; kPrivate when its creator could not make it (until a group restart).
+  enum class WeightsState { kOff, kNeedCreator, kCreating, kShared, kPrivate };
+  std::mutex weights_mu_;
+  std::condition_variable weights_cv_;
+  WeightsState weights_state_ = WeightsState::kOff;
+  UniqueFd weights_fd_;
+  uint64_t weights_bytes_ = 0;
+  uint64_t weights_layout_ = 0;
 };
 
 }  // namespace steno::serve::fleet

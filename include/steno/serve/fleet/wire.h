@@ -8,6 +8,8 @@
 //   server -> worker: RunBatch
 //   worker -> server: Hello (once, when its model is loaded), Heartbeat (every interval, also during a batch),
 //                     then one BatchResult or BatchFailed per RunBatch, with its batch id
+// With --share-weights the first worker's Hello may carry a descriptor too: the device memory holding the
+// fleet's one copy of the weights (steno/serve/fleet/shared_weights.h), which the server hands to the others.
 //
 // Decoding checks every size and count against the bytes actually present, so a corrupt or hostile frame is a
 // ProtocolError (the connection is dropped), never a crash or an allocation larger than the frame itself.
@@ -27,7 +29,8 @@
 
 namespace steno::serve::fleet {
 
-inline constexpr uint16_t kProtocolVersion = 1;
+// 2: Hello says how the worker holds its weights (--share-weights).
+inline constexpr uint16_t kProtocolVersion = 2;
 inline constexpr size_t kHeaderBytes = 12;
 // The largest payloads each side accepts: a result holds text and timestamps of at most max_batch clips; a batch
 // request is only the clips' places in the shared memory.
@@ -44,11 +47,19 @@ class ProtocolError : public Error {
 enum class MessageType : uint16_t { kHello = 1, kHeartbeat = 2, kRunBatch = 3, kBatchResult = 4, kBatchFailed = 5 };
 const char* message_type_name(MessageType t);
 
-// The worker has loaded its model and takes batches.
+// The worker has loaded its model and takes batches. The weights_ fields matter with --share-weights only: the
+// worker that made the shared copy sends its descriptor with this frame (weights_shared, and no descriptor, when
+// it could not make one: weights_note says why).
 struct Hello {
   int32_t pid = 0;
   int32_t worker_index = 0;
+  bool weights_shared = false;  // its device weights are the fleet's shared copy (made by it, or mapped)
+  uint64_t weights_bytes = 0;   // the bytes that copy holds (its layout's size; 0 when not shared)
+  uint64_t weights_layout = 0;  // the layout's fingerprint (weight_arena.h), which importers must match
+  std::string weights_note;     // why its weights are private although sharing was asked for ("" otherwise)
 };
+// The longest weights_note a worker sends (a driver error and what it means): a Hello stays small.
+inline constexpr size_t kMaxWeightsNote = 4096;
 
 // What a worker cannot measure (device memory where the context does not report it).
 inline constexpr uint64_t kMemoryNotReported = UINT64_MAX;

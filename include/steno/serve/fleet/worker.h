@@ -12,6 +12,7 @@
 #include "steno/core/device.h"
 #include "steno/core/dtype.h"
 #include "steno/ops/context.h"
+#include "steno/serve/fleet/shared_weights.h"
 
 namespace steno::serve::fleet {
 
@@ -24,6 +25,7 @@ struct WorkerOptions {
   int threads = 0;  // CPU threads (0: the machine's)
   ops::GemmBackend gemm = ops::GemmBackend::kOneDnn;
   std::chrono::milliseconds heartbeat{1000};
+  WeightsShare weights;  // --share-weights: make the fleet's copy, map it, or (default) load privately
 };
 
 // Serves batches until the server closes the socket (returns 0). A protocol error from the server is logged and

@@ -1,5 +1,6 @@
 // One worker process as the server holds it: this same binary (/proc/self/exe) started as `steno ... worker ...`
-// by fork + exec, with its end of a socketpair as descriptor 3 (every other descriptor of the server closed), in
+// by fork + exec, with its end of a socketpair as descriptor 3 (and, with --share-weights, the shared weights'
+// memory as descriptor 4; every other descriptor of the server closed), in
 // a process group of its own (a terminal's Ctrl-C reaches the server, which drains, not the workers), and with the
 // parent-death signal set, so that it dies with the server thread that started it. Destroying the object kills and
 // reaps the process: a worker is never left behind, as an orphan or a zombie.
@@ -20,6 +21,8 @@ namespace steno::serve::fleet {
 
 // The descriptor number the worker finds its socket on.
 inline constexpr int kWorkerSocketFd = 3;
+// The descriptor number an importing worker finds the shared weights' memory on (shared_weights.h).
+inline constexpr int kWorkerWeightsFd = 4;
 
 struct ExitStatus {
   bool signaled = false;
@@ -31,6 +34,9 @@ struct WorkerLaunch {
   std::string executable = "/proc/self/exe";
   std::vector<std::string> args;                         // argv after argv[0]
   std::vector<std::pair<std::string, std::string>> env;  // set over the server's own environment
+  // When >= 0: a descriptor the worker gets as kWorkerWeightsFd (shared_weights.h), the shared weights' memory;
+  // it stays the caller's (spawn() only lets the child inherit a copy).
+  int weights_fd = -1;
 };
 
 class WorkerProcess {

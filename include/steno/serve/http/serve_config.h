@@ -42,6 +42,9 @@ struct ServeConfig {
   std::string mps_pipe_dir;
   int mps_thread_percentage = 0;
   std::string mps_pinned_mem_limit;
+  // --share processes or mps on CUDA: the workers map one device copy of the weights instead of one each
+  // (steno/serve/fleet/shared_weights.h).
+  bool share_weights = false;
   // --share green: SMs per lane's green context (a multiple of 8 on Hopper).
   int green_sms = 0;
   int max_batch = 16;

@@ -1,0 +1,52 @@
+// `steno serve --share-weights`: the worker processes of one GPU map one device copy of the model's weights
+// instead of loading one each (issue 7). The first worker started makes the copy in exportable device memory
+// (steno/core/cuda_shared_memory.h) and sends its descriptor with its Hello; the server keeps that descriptor and
+// gives it to every later worker, which maps the memory and loads the model into it. Every worker, the creator
+// as the importers, loads the model normally with an arena over that memory as its weight allocator
+// (steno/core/weight_arena.h): the same requests in the same order land on the same offsets, and the bytes each
+// writes are the same (ops::place writes every weight byte once, with its final value, from the host), so an
+// importer's upload leaves the copy as it was, also while other workers read it.
+//
+// It degrades, loudly, and never fails the fleet: a creator that cannot make or export the memory (a driver or
+// an MPS setting that refuses it) loads private weights and says why in its Hello; an importer that cannot map
+// the memory, or whose load would not match the copy's layout, loads private weights and says why.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "steno/asr/model.h"
+#include "steno/serve/fleet/unique_fd.h"
+
+namespace steno::serve::fleet {
+
+enum class WeightsRole {
+  kPrivate,  // its own weights (--share-weights off, or sharing did not work out)
+  kExport,   // make the shared copy and export it
+  kImport,   // map the copy another worker made
+};
+
+struct WeightsShare {
+  WeightsRole role = WeightsRole::kPrivate;
+  int import_fd = -1;    // kImport: the memory's descriptor (this process's to close)
+  uint64_t bytes = 0;    // kImport: the creator's layout size and fingerprint, which this load must match
+  uint64_t layout = 0;
+};
+
+struct WorkerWeights {
+  std::shared_ptr<const asr::AsrModel> model;  // keeps the shared memory mapped while it lives
+  bool shared = false;   // the weights are in the shared copy
+  uint64_t bytes = 0;    // that copy's layout size and fingerprint (0 when not shared)
+  uint64_t layout = 0;
+  std::string note;      // why the weights are private although sharing was asked for
+  UniqueFd export_fd;    // kExport, when shared: the descriptor the Hello carries to the server
+};
+
+// Loads the model as `share` asks (a plain load for kPrivate). Falls back to private weights, with a warning
+// naming the reason (also in `note`), when sharing does not work out. Throws steno::Error only when the model
+// itself cannot be loaded.
+WorkerWeights load_worker_model(const std::string& model_dir, const asr::ModelOverrides& overrides,
+                                const WeightsShare& share, int worker_index);
+
+}  // namespace steno::serve::fleet

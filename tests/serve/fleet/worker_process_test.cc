@@ -1,0 +1,69 @@
+// How the server starts a worker: its command line for each way of getting the weights (--share-weights), and
+// the shared weights' descriptor reaching the child as descriptor 4 beside its socket on 3.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+
+#include "steno/serve/fleet/process_executor.h"
+#include "steno/serve/fleet/worker_process.h"
+
+namespace steno::serve::fleet {
+namespace {
+
+bool has_pair(const std::vector<std::string>& args, const std::string& flag, const std::string& value) {
+  const auto it = std::find(args.begin(), args.end(), flag);
+  return it != args.end() && it + 1 != args.end() && *(it + 1) == value;
+}
+
+TEST(WorkerArguments, SayHowTheWorkerGetsItsWeights) {
+  ProcessExecutorConfig config;
+  config.command.model_dir = "/models/m";
+  const auto plain = worker_arguments(config, 1);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), "--export-weights"), 0);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), "--import-weights-fd"), 0);
+  EXPECT_TRUE(has_pair(plain, "--index", "1"));
+
+  const auto creator = worker_arguments(config, 0, WeightsArgs{WeightsRole::kExport});
+  EXPECT_EQ(std::count(creator.begin(), creator.end(), "--export-weights"), 1);
+
+  const auto importer = worker_arguments(config, 2, WeightsArgs{WeightsRole::kImport, 123456, 0xfeedfacecafebeefull});
+  EXPECT_TRUE(has_pair(importer, "--import-weights-fd", std::to_string(kWorkerWeightsFd)));
+  EXPECT_TRUE(has_pair(importer, "--weights-bytes", "123456"));
+  EXPECT_TRUE(has_pair(importer, "--weights-layout", std::to_string(0xfeedfacecafebeefull)));
+  EXPECT_EQ(std::count(importer.begin(), importer.end(), "--export-weights"), 0);
+}
+
+TEST(WorkerProcess, TheSharedWeightsDescriptorIsInheritedAsDescriptor4) {
+  const int memfd = ::memfd_create("weights", MFD_CLOEXEC);
+  ASSERT_GE(memfd, 0);
+  const std::string content = "one copy of the weights";
+  ASSERT_EQ(::write(memfd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+  WorkerLaunch launch;
+  launch.executable = "/bin/sh";
+  // The child copies what it finds on 4 to its socket (3), and says whether 5 and up are closed.
+  launch.args = {"-c", "cat /proc/self/fd/4 >&3; ls /proc/self/fd | sort -n | tail -n +6 | wc -l >&3"};
+  launch.weights_fd = memfd;
+  auto worker = WorkerProcess::spawn(launch);
+  ::close(memfd);  // the child has its own copy
+  std::string got;
+  for (int i = 0; i < 100; ++i) {
+    pollfd p{worker->socket().fd(), POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    char buf[256];
+    const ssize_t n = ::read(worker->socket().fd(), buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  const auto status = worker->wait(std::chrono::seconds(5));
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->str(), "exit status 0");
+  // 0-4 are inherited; `ls` itself opens one more to read the directory, so at most one beyond them.
+  EXPECT_TRUE(got == content + "0\n" || got == content + "1\n") << got;
+}
+
+}  // namespace
+}  // namespace steno::serve::fleet
