@@ -3,6 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <fmt/format.h>
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <vector>
 
 #include "steno/core/cuda_shared_memory.h"
 #include "steno/core/error.h"
@@ -13,15 +17,21 @@ namespace {
 
 struct Layout {
   uint64_t bytes = 0;
-  uint64_t fingerprint = 0;
+  uint64_t fingerprint = 0;  // the arena's: the sizes asked for, in order
+  uint64_t files = 0;        // the model files' identity (model_files_identity)
+
+  // What the creator sends and an importer must match: equal sizes in equal order are not enough, the bytes must
+  // be the same too, or an importer would overwrite the copy the others run on with other weights.
+  uint64_t key() const { return fingerprint ^ (files * 0x9e3779b97f4a7c15ull); }
 };
 
 // What the model's device weights take in an arena, learned by loading it once with ordinary device memory
 // (freed again before this returns).
 Layout count_layout(const std::string& dir, const asr::ModelOverrides& overrides) {
+  const uint64_t files = model_files_identity(dir);
   cuda::WeightCountingScope counting(overrides.device.index);
   std::shared_ptr<const asr::AsrModel> model = asr::AsrModel::load(dir, overrides);
-  return {counting.bytes(), counting.layout()};
+  return {counting.bytes(), counting.layout(), files};
 }
 
 // The model with its weights in `memory`, which must hold `expected.bytes`. The memory, its arena and the model
@@ -59,7 +69,7 @@ WorkerWeights make_shared_copy(const std::string& dir, const asr::ModelOverrides
   w.model = load_into(std::move(memory), layout, dir, overrides);
   w.shared = true;
   w.bytes = layout.bytes;
-  w.layout = layout.fingerprint;
+  w.layout = layout.key();
   return w;
 }
 
@@ -68,22 +78,37 @@ WorkerWeights map_shared_copy(const std::string& dir, const asr::ModelOverrides&
   // Counted before the shared memory is touched: a load that asks for other sizes (model files changed since
   // the copy was made) must not write over the weights the other workers are running on.
   const Layout layout = count_layout(dir, overrides);
-  if (layout.bytes != share.bytes || layout.fingerprint != share.layout)
+  if (layout.bytes != share.bytes || layout.key() != share.layout)
     fail(ErrorCode::kUnavailable,
-         "this worker's model takes {} bytes with layout {:016x}, the shared copy {} bytes with layout {:016x} "
+         "this worker's model takes {} bytes with key {:016x}, the shared copy {} bytes with key {:016x} "
          "(did the model files change since the copy was made?)",
-         layout.bytes, layout.fingerprint, share.bytes, share.layout);
+         layout.bytes, layout.key(), share.bytes, share.layout);
   auto memory = cuda::SharedDeviceMemory::import(overrides.device.index, fd.get(), share.bytes);
   fd.reset();  // the import holds the memory now
   WorkerWeights w;
   w.model = load_into(std::move(memory), layout, dir, overrides);
   w.shared = true;
   w.bytes = layout.bytes;
-  w.layout = layout.fingerprint;
+  w.layout = layout.key();
   return w;
 }
 
 }  // namespace
+
+uint64_t model_files_identity(const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  std::vector<fs::directory_entry> files;
+  for (const auto& entry : fs::directory_iterator(model_dir))
+    if (entry.is_regular_file()) files.push_back(entry);
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.path() < b.path(); });
+  LayoutFingerprint id;
+  for (const auto& f : files) {
+    id.add(std::hash<std::string>{}(f.path().filename().string()));
+    id.add(static_cast<size_t>(f.file_size()));
+    id.add(static_cast<size_t>(f.last_write_time().time_since_epoch().count()));
+  }
+  return id.value();
+}
 
 WorkerWeights load_worker_model(const std::string& model_dir, const asr::ModelOverrides& overrides,
                                 const WeightsShare& share, int worker_index) {

@@ -6,9 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "steno/serve/fleet/process_executor.h"
+#include "steno/serve/fleet/shared_weights.h"
 #include "steno/serve/fleet/worker_process.h"
 
 namespace steno::serve::fleet {
@@ -63,6 +67,30 @@ TEST(WorkerProcess, TheSharedWeightsDescriptorIsInheritedAsDescriptor4) {
   EXPECT_EQ(status->str(), "exit status 0");
   // 0-4 are inherited; `ls` itself opens one more to read the directory, so at most one beyond them.
   EXPECT_TRUE(got == content + "0\n" || got == content + "1\n") << got;
+}
+
+// An importer checks the model files' identity, not only the weights' sizes: a model replaced in place by one of
+// the same shapes must not be written into the copy the other workers read.
+TEST(SharedWeights, TheModelFilesIdentityChangesWithAnyFile) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("steno_identity_" + std::to_string(getpid()));
+  fs::create_directories(dir / "sub");
+  auto write = [&](const char* name, const std::string& text) { std::ofstream(dir / name) << text; };
+  write("config.json", "{}");
+  write("model.safetensors", "weights-1");
+  const uint64_t first = model_files_identity(dir.string());
+  EXPECT_EQ(model_files_identity(dir.string()), first);  // stable while nothing changes
+  std::ofstream(dir / "sub" / "ignored") << "x";          // directories are not the model's files
+  EXPECT_EQ(model_files_identity(dir.string()), first);
+
+  write("model.safetensors", "weights-2");  // same size, new contents: a new modification time
+  fs::last_write_time(dir / "model.safetensors",
+                      fs::last_write_time(dir / "model.safetensors") + std::chrono::seconds(1));
+  const uint64_t second = model_files_identity(dir.string());
+  EXPECT_NE(second, first);
+  write("tokenizer.model", "t");  // a file more
+  EXPECT_NE(model_files_identity(dir.string()), second);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 //
 // It degrades, loudly, and never fails the fleet: a creator that cannot make or export the memory (a driver or
 // an MPS setting that refuses it) loads private weights and says why in its Hello; an importer that cannot map
-// the memory, or whose load would not match the copy's layout, loads private weights and says why.
+// the memory, or whose load would not match the copy's layout or model files, loads private weights and says why.
 #pragma once
 
 #include <cstdint>
@@ -30,18 +30,23 @@ enum class WeightsRole {
 struct WeightsShare {
   WeightsRole role = WeightsRole::kPrivate;
   int import_fd = -1;    // kImport: the memory's descriptor (this process's to close)
-  uint64_t bytes = 0;    // kImport: the creator's layout size and fingerprint, which this load must match
-  uint64_t layout = 0;
+  uint64_t bytes = 0;    // kImport: the creator's layout size and key (the sizes asked for, in order, and the
+  uint64_t layout = 0;   // model files' names, sizes and times), which this load must match
 };
 
 struct WorkerWeights {
   std::shared_ptr<const asr::AsrModel> model;  // keeps the shared memory mapped while it lives
   bool shared = false;   // the weights are in the shared copy
-  uint64_t bytes = 0;    // that copy's layout size and fingerprint (0 when not shared)
+  uint64_t bytes = 0;    // that copy's layout size and key (0 when not shared)
   uint64_t layout = 0;
   std::string note;      // why the weights are private although sharing was asked for
   UniqueFd export_fd;    // kExport, when shared: the descriptor the Hello carries to the server
 };
+
+// The model directory's regular files by name, size and modification time: a model updated in place while the
+// fleet serves gets another identity (its weights may keep every size), so a worker restarted afterwards loads
+// private weights instead of writing the new ones into the copy the others still read.
+uint64_t model_files_identity(const std::string& model_dir);
 
 // Loads the model as `share` asks (a plain load for kPrivate). Falls back to private weights, with a warning
 // naming the reason (also in `note`), when sharing does not work out. Throws steno::Error only when the model
