@@ -1,7 +1,8 @@
 // The benchmark protocol's `mix` workload (issue 6): bench/mix_load.sh runs serve_load's open loop (Poisson
 // arrivals at each rate) against a real `steno serve` (bundled model, CPU) and writes one result file: every answer
-// equals its clip's reference, each point has its arrivals, latency, SLO verdict and GPU summary (here: why there
-// is none), and the headline is the highest rate that met the SLO.
+// equals its clip's reference (also in batches of clips of different lengths), each point has its arrivals,
+// latency, SLO verdict and GPU summary (here: why there is none), and the headline is the highest rate that met
+// the SLO.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -21,7 +22,8 @@ TEST(MixLoad, AnOpenLoopSweepGivesAValidResult) {
   const fs::path out = dir / "mix.json";
   const std::string cmd = std::string(STENO_SOURCE_DIR) + "/bench/mix_load.sh --steno " + STENO_BINARY +
                           " --serve-load " + SERVE_LOAD + " --out " + out.string() +
-                          " --rates '2 4' --duration-s 4 --warmup-s 1 --mix-clips 8 -- --max-batch 8";
+                          " --rates '2 8' --duration-s 4 --warmup-s 1 --mix-clips 8 -- --max-batch 8"
+                          " --max-queue-delay-ms 400";
   int exit_code = -1;
   const std::string output = steno::testing::run(cmd + " 2>&1", &exit_code);
   ASSERT_EQ(exit_code, 0) << output;
@@ -35,12 +37,22 @@ TEST(MixLoad, AnOpenLoopSweepGivesAValidResult) {
     EXPECT_GT(p.at("requests").get<int>(), 0);
     EXPECT_EQ(p.at("ok").get<int>(), p.at("requests").get<int>());
     EXPECT_EQ(p.at("wrong").get<int>() + p.at("failed").get<int>() + p.at("differs").get<int>(), 0);
-    EXPECT_TRUE(p.at("meets_sla").get<bool>());
     EXPECT_TRUE(p.at("latency_ms").contains("p99"));
     EXPECT_TRUE(p.at("gpu").contains("available"));  // NVML's summary, or why there is none
   }
+  // At 8 arrivals/s the 400 ms window batches clips of different lengths together: the padded batches must give
+  // every clip the text it got alone (checked above: no wrong answers), the property the GPU's random bf16 model
+  // lacks (--accept-differing-text).
+  const nlohmann::json& busy = sweep.at("points").at(1).at("server_metrics");
+  EXPECT_GT(busy.at("mean_batch_size").get<double>(), 1.2);
+  EXPECT_GT(busy.at("padding_waste_mean").get<double>(), 0.0);
   EXPECT_TRUE(sweep.at("gpu").contains("available"));
-  EXPECT_EQ(r.at("headline").at("rate_per_s").get<double>(), 4.0);
+  // The SLO verdicts: the light point meets it; the busy one may not on a slow, shared machine (its batches wait up
+  // to 400 ms), so the headline is whichever rate met it last.
+  EXPECT_TRUE(sweep.at("points").at(0).at("meets_sla").get<bool>());
+  const double headline = r.at("headline").at("rate_per_s").get<double>();
+  EXPECT_TRUE(headline == 2.0 || headline == 8.0) << headline;
+  EXPECT_EQ(headline == 8.0, sweep.at("points").at(1).at("meets_sla").get<bool>());
   EXPECT_EQ(r.at("server").at("sigterm_exit_code").get<int>(), 0);
   fs::remove_all(dir);
 }
