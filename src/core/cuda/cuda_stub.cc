@@ -2,14 +2,9 @@
 #include "steno/core/cuda.h"
 #include "steno/core/cuda_fault.h"
 #include "steno/core/error.h"
+#include "not_built.h"
 
 namespace steno::cuda {
-namespace {
-[[noreturn]] void not_built(const char* what) {
-  fail(ErrorCode::kUnavailable, "{}: this steno was built without CUDA (configure with -DSTENO_WITH_CUDA=ON on a "
-       "machine with the CUDA toolkit)", what);
-}
-}  // namespace
 
 bool built() { return false; }
 int device_count() { return 0; }

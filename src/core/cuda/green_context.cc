@@ -1,7 +1,5 @@
-// Green contexts (cuda.h) on the CUDA driver API. The driver functions come from the runtime's
-// cudaGetDriverEntryPointByVersion rather than from linking libcuda: a binary linked to libcuda.so.1 would not
-// even start on a machine without the driver (CI), whereas cudart loads the driver itself and reports its absence
-// as an error we can word.
+// Green contexts (cuda.h) on the CUDA driver API, reached as driver_entry.h says (no libcuda link: a binary linked
+// to libcuda.so.1 would not even start on a machine without the driver).
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -11,6 +9,7 @@
 
 #include "steno/core/cuda.h"
 #include "steno/core/error.h"
+#include "driver_entry.h"
 
 namespace steno::cuda {
 namespace {
@@ -29,30 +28,17 @@ struct Driver {
   std::vector<std::string> missing;  // symbols this driver lacks
 };
 
-template <typename Fn>
-void resolve(Driver& d, Fn& fn, const char* symbol, unsigned version) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion(symbol, &p, version, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess || p == nullptr) {
-    cudaGetLastError();
-    d.missing.emplace_back(symbol);
-    return;
-  }
-  fn = reinterpret_cast<Fn>(p);
-}
-
 const Driver& driver() {
   static const Driver d = [] {
     Driver r;
-    resolve(r, r.device_get, "cuDeviceGet", 2000);
-    resolve(r, r.error_name, "cuGetErrorName", 6000);
-    resolve(r, r.get_resource, "cuDeviceGetDevResource", 12040);
-    resolve(r, r.split_by_count, "cuDevSmResourceSplitByCount", 12040);
-    resolve(r, r.generate_desc, "cuDevResourceGenerateDesc", 12040);
-    resolve(r, r.create, "cuGreenCtxCreate", 12040);
-    resolve(r, r.destroy, "cuGreenCtxDestroy", 12040);
-    resolve(r, r.stream_create, "cuGreenCtxStreamCreate", 12050);
+    driver_entry::resolve(r.device_get, "cuDeviceGet", 2000, r.missing);
+    driver_entry::resolve(r.error_name, "cuGetErrorName", 6000, r.missing);
+    driver_entry::resolve(r.get_resource, "cuDeviceGetDevResource", 12040, r.missing);
+    driver_entry::resolve(r.split_by_count, "cuDevSmResourceSplitByCount", 12040, r.missing);
+    driver_entry::resolve(r.generate_desc, "cuDevResourceGenerateDesc", 12040, r.missing);
+    driver_entry::resolve(r.create, "cuGreenCtxCreate", 12040, r.missing);
+    driver_entry::resolve(r.destroy, "cuGreenCtxDestroy", 12040, r.missing);
+    driver_entry::resolve(r.stream_create, "cuGreenCtxStreamCreate", 12050, r.missing);
     return r;
   }();
   return d;
@@ -61,30 +47,22 @@ const Driver& driver() {
 // The driver with every green-context entry point, after making `device` current with its primary context
 // initialised (cuGreenCtxCreate advises it: otherwise each green context initialises and tears down the primary).
 const Driver& driver_for(int device) {
-  check_device(Device::cuda(device));
-  set_device(device);
-  if (cudaFree(nullptr) != cudaSuccess) {
-    cudaGetLastError();
-    fail(ErrorCode::kUnavailable, "cuda:{}: cannot initialise the device's primary context", device);
-  }
+  driver_entry::make_primary_current(device);
   const Driver& d = driver();
   if (!d.missing.empty()) {
     int version = 0;
     cudaDriverGetVersion(&version);
-    std::string missing;
-    for (const std::string& m : d.missing) missing += (missing.empty() ? "" : ", ") + m;
     fail(ErrorCode::kUnavailable,
          "green contexts are not available: the CUDA driver (version {}.{}) lacks {} (green contexts need a driver "
          "for CUDA 12.5 or newer)",
-         version / 1000, version % 1000 / 10, missing);
+         version / 1000, version % 1000 / 10, driver_entry::joined(d.missing));
   }
   return d;
 }
 
 void check(const Driver& d, CUresult r, const char* what, int device) {
   if (r == CUDA_SUCCESS) return;
-  const char* name = "unknown";
-  d.error_name(r, &name);
+  const char* name = driver_entry::error_name(d.error_name, r);
   // Out of resources and MPS refusals are "cannot have it here", not bugs.
   const ErrorCode code = r == CUDA_ERROR_OUT_OF_MEMORY ? ErrorCode::kResourceExhausted : ErrorCode::kUnavailable;
   if (r == CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION)

@@ -1,6 +1,5 @@
-// SharedDeviceMemory (cuda_shared_memory.h) on the driver's virtual memory management API. As green_context.cc,
-// the driver functions come from the runtime's cudaGetDriverEntryPointByVersion, not from linking libcuda, so
-// binaries still start on machines without a driver.
+// SharedDeviceMemory (cuda_shared_memory.h) on the driver's virtual memory management API, reached as
+// driver_entry.h says (no libcuda link).
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
@@ -12,6 +11,7 @@
 #include "steno/core/cuda.h"
 #include "steno/core/cuda_shared_memory.h"
 #include "steno/core/error.h"
+#include "driver_entry.h"
 
 namespace steno::cuda {
 namespace {
@@ -33,35 +33,22 @@ struct Driver {
   std::vector<std::string> missing;  // symbols this driver lacks
 };
 
-template <typename Fn>
-void resolve(Driver& d, Fn& fn, const char* symbol, unsigned version) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion(symbol, &p, version, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess || p == nullptr) {
-    cudaGetLastError();
-    d.missing.emplace_back(symbol);
-    return;
-  }
-  fn = reinterpret_cast<Fn>(p);
-}
-
 const Driver& driver() {
   static const Driver d = [] {
     Driver r;
-    resolve(r, r.device_get, "cuDeviceGet", 2000);
-    resolve(r, r.attribute, "cuDeviceGetAttribute", 2000);
-    resolve(r, r.error_name, "cuGetErrorName", 6000);
-    resolve(r, r.granularity, "cuMemGetAllocationGranularity", 10020);
-    resolve(r, r.create, "cuMemCreate", 10020);
-    resolve(r, r.release, "cuMemRelease", 10020);
-    resolve(r, r.reserve, "cuMemAddressReserve", 10020);
-    resolve(r, r.address_free, "cuMemAddressFree", 10020);
-    resolve(r, r.map, "cuMemMap", 10020);
-    resolve(r, r.unmap, "cuMemUnmap", 10020);
-    resolve(r, r.set_access, "cuMemSetAccess", 10020);
-    resolve(r, r.export_handle, "cuMemExportToShareableHandle", 10020);
-    resolve(r, r.import_handle, "cuMemImportFromShareableHandle", 10020);
+    driver_entry::resolve(r.device_get, "cuDeviceGet", 2000, r.missing);
+    driver_entry::resolve(r.attribute, "cuDeviceGetAttribute", 2000, r.missing);
+    driver_entry::resolve(r.error_name, "cuGetErrorName", 6000, r.missing);
+    driver_entry::resolve(r.granularity, "cuMemGetAllocationGranularity", 10020, r.missing);
+    driver_entry::resolve(r.create, "cuMemCreate", 10020, r.missing);
+    driver_entry::resolve(r.release, "cuMemRelease", 10020, r.missing);
+    driver_entry::resolve(r.reserve, "cuMemAddressReserve", 10020, r.missing);
+    driver_entry::resolve(r.address_free, "cuMemAddressFree", 10020, r.missing);
+    driver_entry::resolve(r.map, "cuMemMap", 10020, r.missing);
+    driver_entry::resolve(r.unmap, "cuMemUnmap", 10020, r.missing);
+    driver_entry::resolve(r.set_access, "cuMemSetAccess", 10020, r.missing);
+    driver_entry::resolve(r.export_handle, "cuMemExportToShareableHandle", 10020, r.missing);
+    driver_entry::resolve(r.import_handle, "cuMemImportFromShareableHandle", 10020, r.missing);
     return r;
   }();
   return d;
@@ -69,8 +56,7 @@ const Driver& driver() {
 
 void check(const Driver& d, CUresult r, const char* what, int device) {
   if (r == CUDA_SUCCESS) return;
-  const char* name = "unknown";
-  if (d.error_name != nullptr) d.error_name(r, &name);
+  const char* name = driver_entry::error_name(d.error_name, r);
   // Out of memory is "too big for now"; anything else is "this device or setting does not share memory so"
   // (e.g. CUDA_ERROR_NOT_SUPPORTED under MPS): the caller falls back to private memory, it is not a steno bug.
   const ErrorCode code = r == CUDA_ERROR_OUT_OF_MEMORY ? ErrorCode::kResourceExhausted : ErrorCode::kUnavailable;
@@ -80,17 +66,11 @@ void check(const Driver& d, CUresult r, const char* what, int device) {
 // The driver with every VMM entry point, `device` current with its primary context initialised (the mapping
 // calls work in the current context), and the device's support for exportable memory checked.
 const Driver& driver_for(int device, CUdevice* dev) {
-  check_device(Device::cuda(device));
-  set_device(device);
-  if (cudaFree(nullptr) != cudaSuccess) {
-    cudaGetLastError();
-    fail(ErrorCode::kUnavailable, "cuda:{}: cannot initialise the device's primary context", device);
-  }
+  driver_entry::make_primary_current(device);
   const Driver& d = driver();
   if (!d.missing.empty()) {
-    std::string missing;
-    for (const std::string& m : d.missing) missing += (missing.empty() ? "" : ", ") + m;
-    fail(ErrorCode::kUnavailable, "shareable device memory is not available: the CUDA driver lacks {}", missing);
+    fail(ErrorCode::kUnavailable, "shareable device memory is not available: the CUDA driver lacks {}",
+         driver_entry::joined(d.missing));
   }
   check(d, d.device_get(dev, device), "cuDeviceGet", device);
   int vmm = 0, fd_handles = 0;
