@@ -43,9 +43,9 @@ int run_worker(const WorkerArgs& a) {
     STENO_CHECK(a.weights_bytes > 0, "--import-weights-fd needs --weights-bytes (the shared copy's size)");
     o.weights.role = serve::fleet::WeightsRole::kImport;
     o.weights.import_fd = a.import_weights_fd;
-    o.weights.bytes = a.weights_bytes;
-    o.weights.layout = a.weights_layout;
   }
+  o.weights.bytes = a.weights_bytes;
+  o.weights.layout = a.weights_layout;
   return serve::fleet::run_worker(o);
 }
 
@@ -67,9 +67,10 @@ Run add_worker_command(CLI::App& app) {
                 "Load the weights into device memory shared with the other workers; send its descriptor");
   cmd->add_option("--import-weights-fd", args->import_weights_fd,
                   "Map the shared weights' device memory from this descriptor instead of loading a copy");
-  cmd->add_option("--weights-bytes", args->weights_bytes, "With --import-weights-fd: the shared copy's size");
+  cmd->add_option("--weights-bytes", args->weights_bytes,
+                  "The shared copy's size (to map it, or to make a new one of that size without measuring)");
   cmd->add_option("--weights-layout", args->weights_layout,
-                  "With --import-weights-fd: the shared copy's layout fingerprint");
+                  "The shared copy's identity (program, model files, dtype), which this worker's must equal");
   return [args] { return run_worker(*args); };
 }
 

@@ -4,8 +4,9 @@
 // The sharing rests on determinism rather than on passing tensor addresses around: every process loads the
 // model normally, with an ArenaAllocator over the shared block as its weight allocator. A load asks for the same
 // sizes in the same order each time, so the arena hands out the same offsets and every process's tensors land on
-// the same bytes, which each writes with the same values. The layout fingerprint is how an importer checks that
-// its load asks for exactly what the creator's did before it trusts that.
+// the same bytes, which each writes with the same values. The layout fingerprint checks that determinism where
+// one process both counted a load and then made it (shared_weights.cc); across processes the same program, model
+// files and dtype stand for it (weights_identity).
 #pragma once
 
 #include <cstddef>

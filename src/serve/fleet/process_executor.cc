@@ -104,8 +104,10 @@ std::vector<std::string> worker_arguments(const ProcessExecutorConfig& config, i
                                    std::to_string(config.heartbeat_interval.count())};
   if (weights.role == WeightsRole::kExport) args.push_back("--export-weights");
   if (weights.role == WeightsRole::kImport)
-    args.insert(args.end(), {"--import-weights-fd", std::to_string(kWorkerWeightsFd), "--weights-bytes",
-                             std::to_string(weights.bytes), "--weights-layout", std::to_string(weights.layout)});
+    args.insert(args.end(), {"--import-weights-fd", std::to_string(kWorkerWeightsFd)});
+  if (weights.role != WeightsRole::kPrivate && weights.bytes > 0)
+    args.insert(args.end(), {"--weights-bytes", std::to_string(weights.bytes), "--weights-layout",
+                             std::to_string(weights.layout)});
   return args;
 }
 
@@ -193,8 +195,10 @@ ProcessExecutor::WeightsStart ProcessExecutor::begin_weights(int worker) {
       spdlog::warn("worker {}: the shared weights are still being made; it loads private weights", worker);
       break;
     case WeightsState::kNeedCreator:
+      // After a group restart the size an earlier creator measured comes along: one of the same identity then
+      // loads once instead of counting first.
       weights_state_ = WeightsState::kCreating;
-      w.args.role = WeightsRole::kExport;
+      w.args = WeightsArgs{WeightsRole::kExport, weights_bytes_, weights_layout_};
       break;
     case WeightsState::kShared: {
       // A copy of our descriptor: a group restart may close the held one while this worker is being spawned.

@@ -1,6 +1,7 @@
 #include "steno/serve/fleet/shared_weights.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -15,27 +16,21 @@
 namespace steno::serve::fleet {
 namespace {
 
+// What the model's device weights take in an arena: their size and the fingerprint of the sizes in order.
 struct Layout {
   uint64_t bytes = 0;
-  uint64_t fingerprint = 0;  // the arena's: the sizes asked for, in order
-  uint64_t files = 0;        // the model files' identity (model_files_identity)
-
-  // What the creator sends and an importer must match: equal sizes in equal order are not enough, the bytes must
-  // be the same too, or an importer would overwrite the copy the others run on with other weights.
-  uint64_t key() const { return fingerprint ^ (files * 0x9e3779b97f4a7c15ull); }
+  uint64_t fingerprint = 0;  // 0: not counted in this process (the size came from an earlier creator)
 };
 
-// What the model's device weights take in an arena, learned by loading it once with ordinary device memory
-// (freed again before this returns).
+// The layout, learned by loading the model once with ordinary device memory (freed again before this returns).
 Layout count_layout(const std::string& dir, const asr::ModelOverrides& overrides) {
-  const uint64_t files = model_files_identity(dir);
   cuda::WeightCountingScope counting(overrides.device.index);
   std::shared_ptr<const asr::AsrModel> model = asr::AsrModel::load(dir, overrides);
-  return {counting.bytes(), counting.layout(), files};
+  return {counting.bytes(), counting.layout()};
 }
 
-// The model with its weights in `memory`, which must hold `expected.bytes`. The memory, its arena and the model
-// live together; the model goes first (members are destroyed in reverse order).
+// The model with its weights in `memory`, `bytes` of them. The memory, its arena and the model live together; the
+// model goes first (members are destroyed in reverse order).
 struct SharedModel {
   std::unique_ptr<cuda::SharedDeviceMemory> memory;
   std::unique_ptr<ArenaAllocator> arena;
@@ -44,52 +39,58 @@ struct SharedModel {
 
 std::shared_ptr<const asr::AsrModel> load_into(std::unique_ptr<cuda::SharedDeviceMemory> memory, Layout expected,
                                                const std::string& dir, const asr::ModelOverrides& overrides) {
+  const uint64_t bytes = expected.bytes;
   auto s = std::make_shared<SharedModel>();
   s->memory = std::move(memory);
-  // Exactly the expected size, not the rounded-up region: a load that asks for more fails before it writes
-  // past what the copy's layout covers.
-  s->arena = std::make_unique<ArenaAllocator>(overrides.device, s->memory->data(), expected.bytes);
+  // Exactly the copy's size, not the rounded-up region: a load that asks for more fails before it writes past
+  // what the copy holds.
+  s->arena = std::make_unique<ArenaAllocator>(overrides.device, s->memory->data(), bytes);
   {
     cuda::WeightArenaScope scope(overrides.device.index, *s->arena);
     s->model = asr::AsrModel::load(dir, overrides);
   }
-  if (s->arena->used() != expected.bytes || s->arena->layout() != expected.fingerprint)
+  if (s->arena->used() != bytes || (expected.fingerprint != 0 && s->arena->layout() != expected.fingerprint))
     fail(ErrorCode::kInternal,
-         "the model's weights took {} bytes with layout {:016x} in the shared copy, not the {} bytes with layout "
-         "{:016x} counted before: the load is not deterministic",
-         s->arena->used(), s->arena->layout(), expected.bytes, expected.fingerprint);
+         "the model's weights took {} bytes with layout {:016x} in the shared copy, not the {} bytes{} it was made "
+         "for: the load is not deterministic", s->arena->used(), s->arena->layout(), bytes,
+         expected.fingerprint != 0 ? fmt::format(" with layout {:016x}", expected.fingerprint) : "");
   return std::shared_ptr<const asr::AsrModel>(s, s->model.get());  // the model keeps its memory alive
 }
 
-WorkerWeights make_shared_copy(const std::string& dir, const asr::ModelOverrides& overrides) {
-  const Layout layout = count_layout(dir, overrides);
+// The creator: the copy's size comes from the server when an earlier creator of the same identity measured it
+// (a restart after a device fault then loads once), else from a counting load.
+WorkerWeights make_shared_copy(const std::string& dir, const asr::ModelOverrides& overrides,
+                               const WeightsShare& share) {
+  const uint64_t identity = weights_identity(dir, overrides.dtype);
+  const Layout layout =
+      share.bytes > 0 && share.layout == identity ? Layout{share.bytes, 0} : count_layout(dir, overrides);
   auto memory = cuda::SharedDeviceMemory::create(overrides.device.index, layout.bytes);
   WorkerWeights w;
-  w.export_fd = UniqueFd(memory->export_fd());  // before loading: a refused export costs no second load
+  w.export_fd = UniqueFd(memory->export_fd());  // before loading: a refused export costs no load
   w.model = load_into(std::move(memory), layout, dir, overrides);
   w.shared = true;
   w.bytes = layout.bytes;
-  w.layout = layout.key();
+  w.layout = identity;
   return w;
 }
 
+// An importer loads straight into the copy: equal identities ask for the same allocations in the same order, so
+// its tensors land on the creator's and it writes the bytes already there. Another identity never touches it.
 WorkerWeights map_shared_copy(const std::string& dir, const asr::ModelOverrides& overrides,
                               const WeightsShare& share, UniqueFd fd) {
-  // Counted before the shared memory is touched: a load that asks for other sizes (model files changed since
-  // the copy was made) must not write over the weights the other workers are running on.
-  const Layout layout = count_layout(dir, overrides);
-  if (layout.bytes != share.bytes || layout.key() != share.layout)
+  const uint64_t identity = weights_identity(dir, overrides.dtype);
+  if (identity != share.layout)
     fail(ErrorCode::kUnavailable,
-         "this worker's model takes {} bytes with key {:016x}, the shared copy {} bytes with key {:016x} "
-         "(did the model files change since the copy was made?)",
-         layout.bytes, layout.key(), share.bytes, share.layout);
+         "this worker's program, model files or dtype differ from the shared copy's (identity {:016x}, the copy's "
+         "{:016x}): was steno or the model updated since the copy was made?",
+         identity, share.layout);
   auto memory = cuda::SharedDeviceMemory::import(overrides.device.index, fd.get(), share.bytes);
   fd.reset();  // the import holds the memory now
   WorkerWeights w;
-  w.model = load_into(std::move(memory), layout, dir, overrides);
+  w.model = load_into(std::move(memory), Layout{share.bytes, 0}, dir, overrides);
   w.shared = true;
-  w.bytes = layout.bytes;
-  w.layout = layout.key();
+  w.bytes = share.bytes;
+  w.layout = identity;
   return w;
 }
 
@@ -110,6 +111,19 @@ uint64_t model_files_identity(const std::string& model_dir) {
   return id.value();
 }
 
+uint64_t weights_identity(const std::string& model_dir, DType dtype) {
+  LayoutFingerprint id;
+  id.add(static_cast<size_t>(model_files_identity(model_dir)));
+  struct stat exe {};
+  if (::stat("/proc/self/exe", &exe) == 0) {  // this program as it is on disk now
+    id.add(static_cast<size_t>(exe.st_ino));
+    id.add(static_cast<size_t>(exe.st_size));
+    id.add(static_cast<size_t>(exe.st_mtim.tv_sec) * 1000000000u + static_cast<size_t>(exe.st_mtim.tv_nsec));
+  }
+  id.add(static_cast<size_t>(dtype));
+  return id.value();
+}
+
 WorkerWeights load_worker_model(const std::string& model_dir, const asr::ModelOverrides& overrides,
                                 const WeightsShare& share, int worker_index) {
   UniqueFd import_fd(share.import_fd);  // closed on every path
@@ -122,7 +136,7 @@ WorkerWeights load_worker_model(const std::string& model_dir, const asr::ModelOv
   try {
     if (overrides.device.is_cpu())
       fail(ErrorCode::kUnavailable, "weights are shared on CUDA devices only, and this worker runs on the CPU");
-    if (share.role == WeightsRole::kExport) return make_shared_copy(model_dir, overrides);
+    if (share.role == WeightsRole::kExport) return make_shared_copy(model_dir, overrides, share);
     STENO_CHECK(import_fd.valid(), "worker {}: importing shared weights needs their descriptor", worker_index);
     return map_shared_copy(model_dir, overrides, share, std::move(import_fd));
   } catch (const Error& e) {

@@ -33,6 +33,14 @@ TEST(WorkerArguments, SayHowTheWorkerGetsItsWeights) {
 
   const auto creator = worker_arguments(config, 0, WeightsArgs{WeightsRole::kExport});
   EXPECT_EQ(std::count(creator.begin(), creator.end(), "--export-weights"), 1);
+  EXPECT_EQ(std::count(creator.begin(), creator.end(), "--weights-bytes"), 0);  // nothing measured yet
+
+  // A creator after a group restart gets the size and identity the first one measured.
+  const auto again = worker_arguments(config, 0, WeightsArgs{WeightsRole::kExport, 4096, 77});
+  EXPECT_EQ(std::count(again.begin(), again.end(), "--export-weights"), 1);
+  EXPECT_TRUE(has_pair(again, "--weights-bytes", "4096"));
+  EXPECT_TRUE(has_pair(again, "--weights-layout", "77"));
+  EXPECT_EQ(std::count(again.begin(), again.end(), "--import-weights-fd"), 0);
 
   const auto importer = worker_arguments(config, 2, WeightsArgs{WeightsRole::kImport, 123456, 0xfeedfacecafebeefull});
   EXPECT_TRUE(has_pair(importer, "--import-weights-fd", std::to_string(kWorkerWeightsFd)));
@@ -71,7 +79,7 @@ TEST(WorkerProcess, TheSharedWeightsDescriptorIsInheritedAsDescriptor4) {
 
 // An importer checks the model files' identity, not only the weights' sizes: a model replaced in place by one of
 // the same shapes must not be written into the copy the other workers read.
-TEST(SharedWeights, TheModelFilesIdentityChangesWithAnyFile) {
+TEST(SharedWeights, TheIdentityChangesWithAnyModelFileAndTheDtype) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("steno_identity_" + std::to_string(getpid()));
   fs::create_directories(dir / "sub");
@@ -90,6 +98,8 @@ TEST(SharedWeights, TheModelFilesIdentityChangesWithAnyFile) {
   EXPECT_NE(second, first);
   write("tokenizer.model", "t");  // a file more
   EXPECT_NE(model_files_identity(dir.string()), second);
+  EXPECT_NE(weights_identity(dir.string(), DType::kBF16), weights_identity(dir.string(), DType::kF16));
+  EXPECT_EQ(weights_identity(dir.string(), DType::kBF16), weights_identity(dir.string(), DType::kBF16));
   fs::remove_all(dir);
 }
 

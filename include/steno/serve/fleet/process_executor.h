@@ -81,7 +81,7 @@ struct ProcessExecutorConfig {
 // How a worker gets its weights, for its command line: kImport's memory is descriptor kWorkerWeightsFd.
 struct WeightsArgs {
   WeightsRole role = WeightsRole::kPrivate;
-  uint64_t bytes = 0;   // kImport: the shared copy's layout size and fingerprint
+  uint64_t bytes = 0;   // kImport: the shared copy's size and identity; kExport: an earlier copy's, or 0
   uint64_t layout = 0;
 };
 

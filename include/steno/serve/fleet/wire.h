@@ -55,7 +55,7 @@ struct Hello {
   int32_t worker_index = 0;
   bool weights_shared = false;  // its device weights are the fleet's shared copy (made by it, or mapped)
   uint64_t weights_bytes = 0;   // the bytes that copy holds (its layout's size; 0 when not shared)
-  uint64_t weights_layout = 0;  // the layout's fingerprint (weight_arena.h), which importers must match
+  uint64_t weights_layout = 0;  // the copy's weights_identity (shared_weights.h), which importers must match
   std::string weights_note;     // why its weights are private although sharing was asked for ("" otherwise)
 };
 // The longest weights_note a worker sends (a driver error and what it means): a Hello stays small.
