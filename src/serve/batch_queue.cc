@@ -1,4 +1,5 @@
 #include "steno/serve/batch_queue.h"
+#include "steno/serve/stage_durations.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +11,6 @@
 
 namespace steno::serve {
 namespace {
-
-double ms_between(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double, std::milli>(to - from).count();
-}
 
 bool is_cancelled(const TranscriptionRequest& r) { return r.cancelled && r.cancelled->load(); }
 

@@ -1,4 +1,5 @@
 #include "steno/serve/executor.h"
+#include "steno/serve/stage_durations.h"
 
 #include <spdlog/spdlog.h>
 
@@ -11,10 +12,6 @@
 
 namespace steno::serve {
 namespace {
-
-double ms_between(Clock::time_point from, Clock::time_point to) {
-  return std::max(0.0, std::chrono::duration<double, std::milli>(to - from).count());
-}
 
 class TranscriberRunner final : public BatchRunner {
  public:
@@ -227,12 +224,7 @@ bool LaneExecutor::run_batch(Lane& lane, Batch& batch, Clock::time_point start) 
     lane.succeeded(n);
   }
 
-  StageDurations d;
-  d.compute_ms = ms_between(run_start, end);
-  d.features_ms = timings.features_ms;
-  d.encoder_ms = timings.encoder_ms;
-  d.decoder_ms = timings.decoder_ms;
-  d.detokenize_ms = timings.detokenize_ms;
+  const StageDurations d = batch_durations(ms_between(run_start, end), timings);
   if (!error.empty()) {
     spdlog::error("batch of {} failed: {}", n, error);
     transcripts.clear();

@@ -1,4 +1,5 @@
 #include "steno/serve/fleet/process_executor.h"
+#include "steno/serve/stage_durations.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -25,10 +26,6 @@ constexpr int kStartAttemptsWhileDraining = 3;
 // How long a worker whose socket closed may take to exit before it is SIGKILLed; and one asked to stop.
 constexpr milliseconds kExitGrace{1000};
 constexpr milliseconds kStopGrace{2000};
-
-double ms_between(Clock::time_point from, Clock::time_point to) {
-  return std::max(0.0, std::chrono::duration<double, std::milli>(to - from).count());
-}
 
 double audio_seconds(const Batch& b) {
   double samples = 0;
@@ -601,12 +598,7 @@ void ProcessExecutor::complete(Batch& batch, Clock::time_point start, Clock::tim
                                const asr::StageTimings& timings, std::vector<asr::Transcript>* transcripts,
                                const std::string& error) {
   const int n = static_cast<int>(batch.requests.size());
-  StageDurations d;
-  d.compute_ms = ms_between(start, end);
-  d.features_ms = timings.features_ms;
-  d.encoder_ms = timings.encoder_ms;
-  d.decoder_ms = timings.decoder_ms;
-  d.detokenize_ms = timings.detokenize_ms;
+  const StageDurations d = batch_durations(ms_between(start, end), timings);
   // Batch metrics before the requests': a client that has its answer sees its batch counted.
   if (transcripts != nullptr && metrics_) metrics_->batch_executed(n, batch.padding_waste, d);
   for (int i = 0; i < n; ++i) {
