@@ -251,13 +251,16 @@ report_pass() {
 
 # start_gpu_sampling: where nvidia-smi exists, the GPUs (name, driver, memory, SM clock and power limits, CUDA
 # version) into work/gpu_machine.txt, then a sample every 100 ms (utilization, SM clock, memory, power) into
-# work/gpu_samples.csv from the background job smi.
+# work/gpu_samples.csv from the background job smi. Only the GPUs CUDA_VISIBLE_DEVICES names when it is set (an
+# ordinal list or UUIDs, which nvidia-smi -i takes too): another run may be busy on the host's other GPUs.
 start_gpu_sampling() {
   command -v nvidia-smi >/dev/null || return 0
-  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv \
+  smi_only=()
+  [ -n "${CUDA_VISIBLE_DEVICES:-}" ] && smi_only=(-i "$CUDA_VISIBLE_DEVICES")
+  nvidia-smi "${smi_only[@]}" --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv \
     >"$work/gpu_machine.txt" 2>&1 || true
   nvidia-smi 2>&1 | grep -m1 'CUDA Version' >>"$work/gpu_machine.txt" || true
-  nvidia-smi --query-gpu=timestamp,index,utilization.gpu,clocks.sm,memory.used,power.draw \
+  nvidia-smi "${smi_only[@]}" --query-gpu=timestamp,index,utilization.gpu,clocks.sm,memory.used,power.draw \
     --format=csv,noheader,nounits -lms 100 >"$work/gpu_samples.csv" 2>/dev/null &
   smi=$!
 }
@@ -265,7 +268,7 @@ start_gpu_sampling() {
 # stop_gpu_sampling: the processes on the GPUs into work/gpu_processes.csv, then the sampling stopped.
 stop_gpu_sampling() {
   [ -n "$smi" ] || return 0
-  nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader,nounits \
+  nvidia-smi "${smi_only[@]}" --query-compute-apps=pid,process_name,used_memory --format=csv,noheader,nounits \
     >"$work/gpu_processes.csv" 2>/dev/null || true
   stop_sampler
 }

@@ -1,13 +1,16 @@
 #include "steno/bench/gpu_sampler.h"
 
+#include "steno/bench/visible_gpus.h"
 #include "steno/core/nvml.h"
 
 #include <algorithm>
 #include <cmath>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <type_traits>
@@ -29,7 +32,9 @@ struct GpuSampler::Impl {
   std::string why;
   std::chrono::milliseconds period{100};
   std::vector<nvmlDevice_t> devices;
+  std::vector<unsigned> nvml_indices;  // devices[i] is NVML's device nvml_indices[i]
   std::vector<std::string> names;
+  std::optional<std::string> cuda_visible_devices;
   std::string driver;
   mutable std::mutex mu;
   std::vector<GpuSample> samples;
@@ -91,14 +96,24 @@ GpuSampler::GpuSampler(std::chrono::milliseconds period) : impl_(std::make_uniqu
   }
   char buf[256];
   if (impl_->nvml.driver_version(buf, sizeof buf) == kSuccess) impl_->driver = buf;
-  for (unsigned i = 0; i < count; ++i) {
-    nvmlDevice_t d = nullptr;
-    if (impl_->nvml.handle_by_index(i, &d) != kSuccess) continue;
-    impl_->devices.push_back(d);
-    impl_->names.push_back(impl_->nvml.name(d, buf, sizeof buf) == kSuccess ? buf : "?");
+  // Only the GPUs this process's CUDA sees: on a host of several GPUs, another run may be busy on the others.
+  std::vector<nvmlDevice_t> all(count, nullptr);
+  std::vector<std::string> uuids(count);
+  for (unsigned i = 0; i < count; ++i)
+    if (impl_->nvml.handle_by_index(i, &all[i]) == kSuccess && impl_->nvml.uuid(all[i], buf, sizeof buf) == kSuccess)
+      uuids[i] = buf;
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) impl_->cuda_visible_devices = v;
+  for (unsigned i : visible_nvml_devices(impl_->cuda_visible_devices, uuids)) {
+    if (!all[i]) continue;
+    impl_->devices.push_back(all[i]);
+    impl_->nvml_indices.push_back(i);
+    impl_->names.push_back(impl_->nvml.name(all[i], buf, sizeof buf) == kSuccess ? buf : "?");
   }
   if (impl_->devices.empty()) {
-    impl_->why = "NVML gave no device handle";
+    impl_->why = impl_->cuda_visible_devices
+                     ? "CUDA_VISIBLE_DEVICES=" + *impl_->cuda_visible_devices + " names none of NVML's " +
+                           std::to_string(count) + " GPUs"
+                     : "NVML gave no device handle";
     return;
   }
   impl_->thread = std::thread([this] { impl_->run(); });
@@ -119,7 +134,9 @@ const std::string& GpuSampler::why_unavailable() const { return impl_->why; }
 nlohmann::json GpuSampler::describe() const {
   if (!available()) return {{"available", false}, {"why", impl_->why}};
   return {{"available", true}, {"source", "NVML (libnvidia-ml.so.1, loaded at run time)"},
-          {"driver", impl_->driver}, {"gpus", impl_->names}, {"period_ms", impl_->period.count()}};
+          {"driver", impl_->driver}, {"gpus", impl_->names}, {"nvml_indices", impl_->nvml_indices},
+          {"cuda_visible_devices", impl_->cuda_visible_devices ? nlohmann::json(*impl_->cuda_visible_devices) : nullptr},
+          {"period_ms", impl_->period.count()}};
 }
 
 std::vector<GpuSample> GpuSampler::samples(double from_unix_s, double to_unix_s) const {

@@ -26,6 +26,7 @@ std::string Library::load() {
   sym(device_count, "nvmlDeviceGetCount_v2");
   sym(handle_by_index, "nvmlDeviceGetHandleByIndex_v2");
   sym(name, "nvmlDeviceGetName");
+  sym(uuid, "nvmlDeviceGetUUID");
   sym(driver_version, "nvmlSystemGetDriverVersion");
   sym(utilization, "nvmlDeviceGetUtilizationRates");
   sym(memory, "nvmlDeviceGetMemoryInfo");

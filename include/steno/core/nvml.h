@@ -46,6 +46,7 @@ struct Library {
   Return (*device_count)(unsigned*) = nullptr;
   Return (*handle_by_index)(unsigned, DeviceHandle*) = nullptr;
   Return (*name)(DeviceHandle, char*, unsigned) = nullptr;
+  Return (*uuid)(DeviceHandle, char*, unsigned) = nullptr;  // "GPU-…", as CUDA_VISIBLE_DEVICES may name it
   Return (*driver_version)(char*, unsigned) = nullptr;
   Return (*utilization)(DeviceHandle, Utilization*) = nullptr;
   Return (*memory)(DeviceHandle, Memory*) = nullptr;
