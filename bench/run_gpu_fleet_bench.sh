@@ -22,7 +22,7 @@
 # pressure (about 4 min) and then about 1 arm at the protocol's full sweep (5.6 min each): spread the arms over calls.
 # On a host of several GPUs, instances side by side each get CUDA_VISIBLE_DEVICES=<one GPU's UUID> (UUIDs, since MPS
 # remaps ordinals) and their own OUT; the servers, the MPS daemon and the GPU sampling then keep to that GPU. Make
-# the 0.6b model first (STENO_FLEET_STEPS=none), so that they do not both make it.
+# the 0.6b model first (STENO_FLEET_STEPS=none), so that they do not both make it: run_gpu_fleet_side_by_side.sh.
 #
 # On the GPU machine, from the repository root, with the package carried
 # (STENO_GPU_PROGRAMS="steno serve_load cuda_engine_bench ops_cuda_test serve_test core_test mps_gpu_test"
