@@ -4,10 +4,10 @@
 #                      [--concurrency "1 4 8 16 20 24 32 64 100"] [--duration-s 30] [--warmup-s 5] [--timeout-s 60]
 #                      [--sla-mean-ms 650] [--sla-p99-ms 1000] [--steno CMD] [--serve-load CMD] [--note TEXT]
 #                      [--inject-fault crash|hang|device-fault|oom --inject-after-s 10] [--protocol http|grpc]
-#                      [--accept-differing-text] [-- STENO_SERVE_ARGS...]
+#                      [--accept-differing-text] [--clip-seconds 45] [-- STENO_SERVE_ARGS...]
 # 1. makes the clip: `serve_load --make-clip`, the espeak test clips (tests/data/testset/espeak/audio/*.flac) in
-#    name order, decoded by steno's audio library, concatenated, repeated as needed, cut to exactly 45.0 s: a 16 kHz
-#    16-bit PCM mono WAV;
+#    name order, decoded by steno's audio library, concatenated, repeated as needed, cut to exactly 45.0 s (the
+#    protocol's; --clip-seconds for another length, e.g. a quick test on a CPU): a 16 kHz 16-bit PCM mono WAV;
 # 2. starts `steno serve --host 127.0.0.1 --port 0 STENO_SERVE_ARGS` (the port is read from its log) and waits for
 #    /v2/health/ready;
 #    with --protocol grpc the server also gets --grpc-port (a free port) and the requests go over
@@ -64,6 +64,7 @@ own_option() {
     --inject-fault) inject_fault=$2 ;;
     --inject-after-s) inject_after_s=$2 ;;
     --protocol) protocol=$2 ;;
+    --clip-seconds) clip_seconds=$2 ;;
     *) return 1 ;;
   esac
 }
@@ -77,6 +78,8 @@ for c in $concurrency; do
 done
 [ "$max_c" -gt 0 ] || usage_error "--concurrency is empty"
 [[ $protocol =~ ^(http|grpc)$ ]] || usage_error "--protocol: '$protocol' is not http or grpc"
+[[ $clip_seconds =~ ^([1-9][0-9]{0,3}|0)(\.[0-9]+)?$ && ! $clip_seconds =~ ^0(\.0*)?$ ]] ||
+  usage_error "--clip-seconds: '$clip_seconds' is not a length in seconds (above 0, below 10000)"
 if [ "$protocol" = grpc ]; then  # a free port (steno's --grpc-port 0 means off)
   grpc_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   serve_args+=(--grpc-port "$grpc_port")

@@ -9,7 +9,7 @@
 #     --arm 'single: --lanes 1 --max-batch 1' --arm 'lanes+batch: --lanes 2 --max-batch 16 --max-queue-delay-ms 50' \
 #     --concurrency "1 4 8" --duration-s 30
 #
-# Every other option goes to seed_load.sh unchanged (--build-dir, --concurrency, --duration-s, --warmup-s,
+# Every other option goes to seed_load.sh unchanged (--build-dir, --concurrency, --clip-seconds, --duration-s, --warmup-s,
 # --timeout-s, --sla-mean-ms, --sla-p99-ms, --steno, --serve-load, --note, --accept-differing-text, the one without a
 # value); --steno also runs the report (`CMD bench report`). Writes DIR/NAME.json per arm (NAME made file-safe) and
 # DIR/report.md with its plots.

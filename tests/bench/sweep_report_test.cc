@@ -26,7 +26,7 @@ TEST(SweepReport, TwoArmsOnTheCpuGiveResultsAndAReportWithPlots) {
                           " --steno " + STENO_BINARY + " --serve-load " + SERVE_LOAD +
                           " --arm 'single: --lanes 1 --max-batch 1'"
                           " --arm 'batch: --lanes 1 --max-batch 8 --max-queue-delay-ms 20'"
-                          " --concurrency '1 2' --duration-s 2 --warmup-s 1";
+                          " --concurrency '1 2' --duration-s 2 --warmup-s 1 --clip-seconds 10";
   int exit_code = -1;
   const std::string log = steno::testing::run(cmd, &exit_code);
   ASSERT_EQ(exit_code, 0) << log;
@@ -38,8 +38,11 @@ TEST(SweepReport, TwoArmsOnTheCpuGiveResultsAndAReportWithPlots) {
     const auto points = steno::bench::load_points_from_result(result);
     ASSERT_EQ(points.size(), 2u);
     for (const auto& pt : points) EXPECT_EQ(pt.errors, 0);
+    // 10 s clips, not the protocol's 45 s: one of those takes ~0.55 s on the 2-core development machine alone,
+    // ~1.1 s at c = 2 on one lane, and more beside the other tests of a CI run, which broke the SLO (mean < 650 ms)
+    // at c = 1. A 10 s clip keeps both points well inside it, so the test checks the plumbing, not the machine.
     const auto search = steno::bench::search_slo(points, {});
-    ASSERT_TRUE(search.best);  // 45 s clips at c <= 2 on the bundled model are far inside the SLO
+    ASSERT_TRUE(search.best);
     const std::string row = "| " + std::string(arm) + " | `" + (out / (std::string(arm) + ".json")).string() + "` |";
     const auto at = report.find(row);
     ASSERT_NE(at, std::string::npos) << report;
