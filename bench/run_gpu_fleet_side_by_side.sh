@@ -8,6 +8,9 @@
 #   bench/run_gpu_fleet_side_by_side.sh arms processes arms lanes+batch
 # Usage: run_gpu_fleet_side_by_side.sh GPU0_STEPS GPU0_ARMS GPU1_STEPS GPU1_ARMS, with the package unpacked in
 # STENO_PKG (/tmp/steno) as run_gpu_fleet_bench.sh's header says; STENO_COMMIT as there; OUT ($OUT) the results.
+# A run call brings back at most 8 files from $OUT, so the results and logs are packed at the end into
+# OUT/side-by-side.tar.gz (unpack with tar xzf; STENO_PACK=0 leaves them as they are), beside gpu0.log, gpu1.log and
+# gpus.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ $# -eq 4 ] || { echo "usage: $0 GPU0_STEPS GPU0_ARMS GPU1_STEPS GPU1_ARMS" >&2; exit 2; }
@@ -33,4 +36,7 @@ side 1 "$3" "$4" & second=$!
 rc=0
 wait $first || rc=1
 wait $second || rc=1
+if [ "${STENO_PACK:-1}" = 1 ]; then
+  tar czf "$out/side-by-side.tar.gz" -C "$out" gpu0 gpu1 prep && rm -rf "$out/gpu0" "$out/gpu1" "$out/prep"
+fi
 exit $rc
