@@ -25,7 +25,8 @@ STENO_FLEET_STEPS=none bench/run_gpu_fleet_bench.sh "$out/prep" > "$out/prep.log
 
 side() {  # side GPU STEPS ARMS
   CUDA_VISIBLE_DEVICES=${uuids[$1]} STENO_FLEET_STEPS="$2" STENO_FLEET_ARMS="$3" \
-    STENO_FLEET_DEADLINE=$((deadline - (SECONDS - start))) bench/run_gpu_fleet_bench.sh "$out/gpu$1" > "$out/gpu$1.log" 2>&1
+    STENO_FLEET_DEADLINE=$((deadline - (SECONDS - start))) bench/run_gpu_fleet_bench.sh "$out/gpu$1" \
+    > "$out/gpu$1.log" 2>&1
   local rc=$?
   echo "== GPU $1 ($2: $3) exit $rc after $((SECONDS - start)) s"
   grep -E "FAILED|finished|headline" "$out/gpu$1.log"

@@ -9,10 +9,10 @@
 #     --arm 'single: --lanes 1 --max-batch 1' --arm 'lanes+batch: --lanes 2 --max-batch 16 --max-queue-delay-ms 50' \
 #     --concurrency "1 4 8" --duration-s 30
 #
-# Every other option goes to seed_load.sh unchanged (--build-dir, --concurrency, --clip-seconds, --duration-s, --warmup-s,
-# --timeout-s, --sla-mean-ms, --sla-p99-ms, --steno, --serve-load, --note, --accept-differing-text, the one without a
-# value); --steno also runs the report (`CMD bench report`). Writes DIR/NAME.json per arm (NAME made file-safe) and
-# DIR/report.md with its plots.
+# Every other option goes to seed_load.sh unchanged (--build-dir, --concurrency, --clip-seconds, --duration-s,
+# --warmup-s, --timeout-s, --sla-mean-ms, --sla-p99-ms, --steno, --serve-load, --note, --accept-differing-text, the one
+# without a value); --steno also runs the report (`CMD bench report`). Writes DIR/NAME.json per arm (NAME made
+# file-safe) and DIR/report.md with its plots.
 # Exit status: the first failing arm's seed_load.sh status (the other arms still run), else the report's.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)

@@ -135,7 +135,8 @@ nlohmann::json GpuSampler::describe() const {
   if (!available()) return {{"available", false}, {"why", impl_->why}};
   return {{"available", true}, {"source", "NVML (libnvidia-ml.so.1, loaded at run time)"},
           {"driver", impl_->driver}, {"gpus", impl_->names}, {"nvml_indices", impl_->nvml_indices},
-          {"cuda_visible_devices", impl_->cuda_visible_devices ? nlohmann::json(*impl_->cuda_visible_devices) : nullptr},
+          {"cuda_visible_devices",
+           impl_->cuda_visible_devices ? nlohmann::json(*impl_->cuda_visible_devices) : nlohmann::json(nullptr)},
           {"period_ms", impl_->period.count()}};
 }
 
