@@ -181,6 +181,7 @@ int run_serve(const ServeCommand& command) {
   core_config.batcher.max_queue_delay =
       std::chrono::microseconds(static_cast<int64_t>(config.max_queue_delay_ms * 1000.0));
   core_config.batcher.max_queue_size = static_cast<size_t>(config.max_queue_size);
+  core_config.batcher.spread_over_idle_executors = config.spread_batches;
   core_config.lanes.lanes = config.lanes;
   core_config.lanes.threads_per_lane = config.threads_per_lane;
   core_config.lanes.gemm = ops::parse_gemm_backend(config.gemm);
@@ -273,6 +274,9 @@ Run add_serve_command(CLI::App& app) {
   c.add(cmd, "--max-queue-delay-ms", &ServeConfig::max_queue_delay_ms,
         "How long a request may wait for a fuller batch (default 10)");
   c.add(cmd, "--max-queue-size", &ServeConfig::max_queue_size, "Queued requests before 429 (default 1024)");
+  c.add_flag(cmd, "--spread-batches", &ServeConfig::spread_batches,
+             "Split a due batch evenly over the executors idle at that moment (each runs a piece side by side) "
+             "instead of giving it all to one");
   c.add(cmd, "--gemm", &ServeConfig::gemm, "CPU GEMM library: onednn or openblas");
   c.add(cmd, "--device", &ServeConfig::device, "cpu or cuda[:N]: where the lanes run the model (default cpu)");
   c.add(cmd, "--dtype", &ServeConfig::dtype, "Compute dtype: f32 (CPU); f32, f16 or bf16 (CUDA; default bf16)");

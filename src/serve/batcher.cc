@@ -84,12 +84,17 @@ DynamicBatcher::Pull DynamicBatcher::pull(int max_size, Clock::time_point until)
       }
     } else {
       batch = queue_.cut(now, /*flush=*/shutting_down_, max_size);
+      if (batch && idle_ > 0 && queue_.config().spread_over_idle_executors) batch = spread(std::move(*batch));
     }
     if (batch) {
       size_changed();
-      const bool more = !queue_.empty() || !requeued_.empty();
+      const size_t ready = requeued_.size();  // spread pieces among them, one for each waiting executor
+      const bool more = !queue_.empty() || ready > 0;
       lock.unlock();
-      if (more) work_cv_.notify_one();  // another executor may find a batch due too
+      if (ready > 1)
+        work_cv_.notify_all();
+      else if (more)
+        work_cv_.notify_one();  // another executor may find a batch due too
       return Pull{std::move(batch), false};
     }
     // A flushing cut() only comes back empty-handed on an empty queue.
@@ -97,11 +102,28 @@ DynamicBatcher::Pull DynamicBatcher::pull(int max_size, Clock::time_point until)
     if (now >= until) return Pull{};
     Clock::time_point wake = until;
     if (const auto release = queue_.next_release()) wake = std::min(wake, *release);
+    ++idle_;
     if (wake == Clock::time_point::max())
       work_cv_.wait(lock);
     else
       work_cv_.wait_until(lock, wake);
+    --idle_;
   }
+}
+
+Batch DynamicBatcher::spread(Batch batch) {
+  const size_t n = batch.requests.size();
+  const size_t pieces = std::min(n, idle_ + 1);  // this executor and every waiting one
+  if (pieces < 2) return batch;
+  // The batch's order keeps nearest lengths together (group_by_length), so consecutive pieces pad little. Sizes
+  // differ by at most one, the larger first.
+  std::vector<Batch> parts;
+  for (size_t i = 0; i < pieces - 1; ++i) {
+    parts.push_back(split_front(batch, n / pieces + (i < n % pieces ? 1 : 0)));
+  }
+  parts.push_back(std::move(batch));
+  for (size_t i = parts.size() - 1; i >= 1; --i) requeued_.push_front(std::move(parts[i]));
+  return std::move(parts[0]);
 }
 
 void DynamicBatcher::requeue(Batch batch) {
@@ -161,6 +183,11 @@ void DynamicBatcher::shutdown() {
 size_t DynamicBatcher::queued() const {
   std::lock_guard lock(mu_);
   return pending();
+}
+
+size_t DynamicBatcher::idle_executors() const {
+  std::lock_guard lock(mu_);
+  return idle_;
 }
 
 void DynamicBatcher::reap() {

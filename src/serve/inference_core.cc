@@ -29,6 +29,8 @@ InferenceCore::InferenceCore(std::vector<ModelSpec> models, CoreConfig config)
   config_.batcher.validate();
   STENO_CHECK(config_.lanes.lanes >= 1, "need at least one executor lane, got {}", config_.lanes.lanes);
   const int threads = config_.lanes.resolved_threads_per_lane();
+  const char* spread_note =
+      config_.batcher.spread_over_idle_executors ? ", batches spread over the idle executors" : "";
   std::set<std::string> names;
   for (const ModelSpec& spec : models) {  // all checks before any thread starts
     STENO_CHECK(!spec.name.empty(), "a served model needs a name");
@@ -51,15 +53,15 @@ InferenceCore::InferenceCore(std::vector<ModelSpec> models, CoreConfig config)
       s->workers = std::make_unique<fleet::ProcessExecutor>(*s->spec.processes, *s->batcher, RequestCompleter(m), m,
                                                             s->fleet_metrics.get());
       spdlog::info("serving model {} (version {}): {} worker processes x {} threads, max batch {}, max queue delay "
-                   "{} us",
+                   "{} us{}",
                    s->spec.name, s->spec.version, s->spec.processes->workers, s->spec.processes->command.threads,
-                   config_.batcher.max_batch_size, config_.batcher.max_queue_delay.count());
+                   config_.batcher.max_batch_size, config_.batcher.max_queue_delay.count(), spread_note);
     } else {
       s->lanes = std::make_unique<LaneExecutor>(config_.lanes.lanes, s->spec.runners, *s->batcher,
                                                 RequestCompleter(m), m);
-      spdlog::info("serving model {} (version {}): {} lanes x {} threads, max batch {}, max queue delay {} us",
+      spdlog::info("serving model {} (version {}): {} lanes x {} threads, max batch {}, max queue delay {} us{}",
                    s->spec.name, s->spec.version, config_.lanes.lanes, threads, config_.batcher.max_batch_size,
-                   config_.batcher.max_queue_delay.count());
+                   config_.batcher.max_queue_delay.count(), spread_note);
     }
     served_.push_back(std::move(s));
   }

@@ -165,6 +165,32 @@ TEST_F(InferenceCoreTest, ConcurrentRequestsAreEachAnsweredOnceWithTheCliTranscr
   EXPECT_GT(metric_value(text, "steno_stage_duration_us", {{"stage", "encoder"}}).value_or(0), 0);
 }
 
+TEST_F(InferenceCoreTest, SpreadBatchesRunOnBothLanesWithTheCliTranscripts) {
+  BatcherConfig batcher;
+  batcher.max_batch_size = 8;
+  batcher.max_queue_delay = std::chrono::hours(1);  // released when full: one batch of 8
+  batcher.max_padding_waste = 1;
+  batcher.spread_over_idle_executors = true;
+  auto core = make_core(2, batcher);
+  // The lanes' threads reach the batcher within microseconds of the core's start; wait far longer than that, so
+  // that both are waiting when the batch fills.
+  std::this_thread::sleep_for(300ms);
+  constexpr size_t kRequests = 8;
+  Responses responses(kRequests);
+  for (size_t i = 0; i < kRequests; ++i) core->submit(clip_request(i, responses));
+  ASSERT_TRUE(responses.wait_all(120s)) << responses.answered() << " of " << kRequests << " answered";
+  core->drain();
+  for (size_t i = 0; i < kRequests; ++i) {
+    EXPECT_EQ(responses.calls(i), 1) << i;
+    const TranscriptionResponse& r = responses.at(i);
+    ASSERT_EQ(r.outcome, Outcome::kOk) << i << ": " << r.message;
+    EXPECT_EQ(r.transcript.text, clips_[i].reference) << "request " << i;
+    EXPECT_EQ(r.batch_size, 4) << "request " << i << ": the batch of 8 in two pieces, one per lane";
+  }
+  const std::map<std::string, std::string> labels = {{"model", kModelName}, {"version", "1"}};
+  EXPECT_EQ(metric_value(core->render_metrics(), "nv_inference_exec_count", labels), 2.0);
+}
+
 TEST_F(InferenceCoreTest, DrainWhileBusyFinishesQueuedWorkAndRefusesNewWork) {
   BatcherConfig batcher;
   batcher.max_batch_size = 8;

@@ -36,6 +36,10 @@ struct BatcherConfig {
   // The level of requests that state none (priority 0), as Triton's default_priority_level: 1 is the highest, so
   // clients can ask to go ahead of the default traffic (1..4) or behind it (6 and up).
   int default_priority_level = 5;
+  // A released batch is split evenly over the executors waiting for work at that moment (DynamicBatcher), so that
+  // executors holding part of a GPU each (MPS clients, green lanes) run it side by side instead of one running all
+  // of it while the others idle. Off by default: Triton hands a batch to one instance.
+  bool spread_over_idle_executors = false;
   void validate() const;         // throws steno::Error(kInvalidArgument) naming the bad field
 };
 

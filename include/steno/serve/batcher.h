@@ -1,6 +1,7 @@
 // One model's dynamic batcher: a thread-safe BatchQueue (batch_queue.h has the policy) that executors pull
 // batches from, plus a reaper thread that completes expired and cancelled requests on time even while every
-// executor is busy. Executors that lose a batch (a worker process died) hand it back with requeue().
+// executor is busy. Executors that lose a batch (a worker process died) hand it back with requeue(). With
+// BatcherConfig::spread_over_idle_executors, a batch released while other executors wait is shared among them.
 #pragma once
 
 #include <condition_variable>
@@ -52,6 +53,7 @@ class DynamicBatcher {
   void shutdown();
 
   size_t queued() const;  // requests waiting: queued, and requeued by executors
+  size_t idle_executors() const;  // executors waiting in pull() for a batch now
   const BatcherConfig& config() const { return queue_.config(); }
 
  private:
@@ -59,6 +61,9 @@ class DynamicBatcher {
   // Completes the requeued requests that were cancelled or whose deadline passed. With mu_ held.
   std::vector<Completion> expire_requeued(Clock::time_point now);
   size_t pending() const;  // queued plus requeued requests, with mu_ held
+  // With spread_over_idle_executors: `batch` cut into one piece per idle executor (up to one request each), the
+  // first returned and the others put first in requeued_ for the executors waiting. With mu_ held.
+  Batch spread(Batch batch);
   // Runs the completions outside the lock: a `done` callback may call back into the service.
   void finish(std::vector<Completion> done, std::unique_lock<std::mutex>& lock);
   void size_changed();  // with mu_ held
@@ -68,7 +73,8 @@ class DynamicBatcher {
   std::condition_variable work_cv_;    // executors waiting in next_batch()
   std::condition_variable reaper_cv_;  // the reaper waiting for the next deadline or sweep
   BatchQueue queue_;
-  std::deque<Batch> requeued_;  // handed back by executors, oldest first
+  std::deque<Batch> requeued_;  // handed back by executors (oldest first), and spread pieces (first)
+  size_t idle_ = 0;             // executors waiting in pull()
   bool shutting_down_ = false;
   bool stop_reaper_ = false;
   std::optional<Clock::time_point> reaper_wake_;  // when the reaper will next look; nullopt: sleeping until told

@@ -44,6 +44,7 @@ const std::map<std::string, Setter>& setters() {
       {"threads_per_lane", set(&ServeConfig::threads_per_lane)},
       {"max_batch", set(&ServeConfig::max_batch)},
       {"max_queue_delay_ms", set(&ServeConfig::max_queue_delay_ms)},
+      {"spread_batches", set(&ServeConfig::spread_batches)},
       {"max_queue_size", set(&ServeConfig::max_queue_size)},
       {"gemm", set(&ServeConfig::gemm)},
       {"device", set(&ServeConfig::device)},

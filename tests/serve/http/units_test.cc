@@ -226,6 +226,14 @@ TEST(ServeConfig, ShareWeightsNeedsWorkerProcessesOnACudaDevice) {
   EXPECT_THROW(apply_config_json(c, R"({"share_weights": "yes"})"), Error);  // a bool, not a string
 }
 
+TEST(ServeConfig, SpreadBatchesIsAFlag) {
+  ServeConfig c;
+  EXPECT_FALSE(c.spread_batches);  // Triton's behaviour unless asked
+  apply_config_json(c, R"({"spread_batches": true})");
+  EXPECT_TRUE(c.spread_batches);
+  EXPECT_THROW(apply_config_json(c, R"({"spread_batches": 1})"), Error);  // a bool, not a number
+}
+
 TEST(ServeConfig, DeviceAndDtype) {
   ServeConfig c;
   EXPECT_EQ(compute_dtype(c), DType::kF32);  // the CPU's default

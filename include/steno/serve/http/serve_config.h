@@ -49,6 +49,7 @@ struct ServeConfig {
   int green_sms = 0;
   int max_batch = 16;
   double max_queue_delay_ms = 10;
+  bool spread_batches = false;  // a due batch is split over the executors then idle (BatcherConfig)
   int max_queue_size = 1024;
   std::string gemm = "onednn";
   std::string device = "cpu";  // cpu | cuda[:N]: where every lane runs the model (one weight copy)
