@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -47,12 +48,21 @@ TEST(MixLoad, AnOpenLoopSweepGivesAValidResult) {
   EXPECT_GT(busy.at("mean_batch_size").get<double>(), 1.2);
   EXPECT_GT(busy.at("padding_waste_mean").get<double>(), 0.0);
   EXPECT_TRUE(sweep.at("gpu").contains("available"));
-  // The SLO verdicts: the light point meets it; the busy one may not on a slow, shared machine (its batches wait up
-  // to 400 ms), so the headline is whichever rate met it last.
-  EXPECT_TRUE(sweep.at("points").at(0).at("meets_sla").get<bool>());
-  const double headline = r.at("headline").at("rate_per_s").get<double>();
-  EXPECT_TRUE(headline == 2.0 || headline == 8.0) << headline;
-  EXPECT_EQ(headline == 8.0, sweep.at("points").at(1).at("meets_sla").get<bool>());
+  // The SLO verdicts follow from each point's numbers (which ones meet it depends on the machine and on what else
+  // runs on it: batches wait up to 400 ms, and on a shared 2-core machine even the light point has missed it), and
+  // the headline is the highest rate that met it, or none.
+  std::optional<double> met;
+  for (const nlohmann::json& p : sweep.at("points")) {
+    const nlohmann::json& sla = sweep.at("settings").at("sla");
+    const bool meets = p.at("ok").get<int>() > 0 && p.at("latency_ms").at("p99").get<double>() <
+                                                        sla.at("p99_ms_below").get<double>();
+    EXPECT_EQ(p.at("meets_sla").get<bool>(), meets) << p.at("rate_per_s") << ": " << p.at("latency_ms").dump();
+    if (meets) met = p.at("rate_per_s").get<double>();
+  }
+  if (met)
+    EXPECT_EQ(r.at("headline").at("rate_per_s").get<double>(), *met);
+  else
+    EXPECT_TRUE(r.at("headline").is_null()) << r.at("headline");
   EXPECT_EQ(r.at("server").at("sigterm_exit_code").get<int>(), 0);
   fs::remove_all(dir);
 }
