@@ -29,7 +29,13 @@ TEST(SeedOverGrpc, EveryAnswerIsTheReferenceAndTheServerBatches) {
   EXPECT_EQ(sweep.at("endpoint").get<std::string>().rfind("grpc://127.0.0.1:", 0), 0u) << sweep.at("endpoint");
   ASSERT_EQ(sweep.at("points").size(), 2u);
   for (const auto& p : sweep.at("points")) {
-    EXPECT_GT(p.at("ok").get<int>(), 0) << p.at("concurrency");
+    // Once (1 of 3 runs of the whole suite on the 2-core machine) both windows held no answer and the server ran no
+    // batch in them, yet every request was answered right: the rows say when each was sent and how long it took.
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& row : p.at("per_request"))
+      if (rows.size() < 24) rows.push_back(row);
+    EXPECT_GT(p.at("ok").get<int>(), 0) << p.at("concurrency") << ": warm-up " << p.at("warmup") << ", drain "
+                                        << p.at("drain") << ", first rows " << rows;
     EXPECT_EQ(p.at("failed").get<int>(), 0) << p.at("concurrency");
     EXPECT_EQ(p.at("wrong").get<int>(), 0) << p.at("concurrency");
   }
