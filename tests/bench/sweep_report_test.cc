@@ -42,7 +42,17 @@ TEST(SweepReport, TwoArmsOnTheCpuGiveResultsAndAReportWithPlots) {
     // ~1.1 s at c = 2 on one lane, and more beside the other tests of a CI run, which broke the SLO (mean < 650 ms)
     // at c = 1. A 10 s clip keeps both points well inside it, so the test checks the plumbing, not the machine.
     const auto search = steno::bench::search_slo(points, {});
-    ASSERT_TRUE(search.best);
+    // When it fails, each point's numbers and its first requests (when sent, how long they took) say why.
+    std::string why;
+    for (const auto& p : result.at("sweep").at("points")) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& row : p.at("per_request"))
+        if (rows.size() < 12) rows.push_back(row);
+      why += "\nc = " + p.at("concurrency").dump() + ": ok " + p.at("ok").dump() + ", latency " +
+             p.at("latency_ms").dump() + ", misses " + p.at("sla_misses").dump() + ", warm-up " +
+             p.at("warmup").dump() + ", drain " + p.at("drain").dump() + ", first rows " + rows.dump();
+    }
+    ASSERT_TRUE(search.best) << why;
     const std::string row = "| " + std::string(arm) + " | `" + (out / (std::string(arm) + ".json")).string() + "` |";
     const auto at = report.find(row);
     ASSERT_NE(at, std::string::npos) << report;
