@@ -38,9 +38,9 @@ TEST(SweepReport, TwoArmsOnTheCpuGiveResultsAndAReportWithPlots) {
     const auto points = steno::bench::load_points_from_result(result);
     ASSERT_EQ(points.size(), 2u);
     for (const auto& pt : points) EXPECT_EQ(pt.errors, 0);
-    // 10 s clips, not the protocol's 45 s: one of those takes ~0.55 s on the 2-core development machine alone,
-    // ~1.1 s at c = 2 on one lane, and more beside the other tests of a CI run, which broke the SLO (mean < 650 ms)
-    // at c = 1. A 10 s clip keeps both points well inside it, so the test checks the plumbing, not the machine.
+    // 10 s clips, not the protocol's 45 s: one of those takes ~0.55 s on the 2-core development machine alone and
+    // ~1.1 s at c = 2 on one lane, too near the SLO (mean < 650 ms) for a machine running other tests beside this
+    // one. A 10 s clip keeps both points well inside it, so the test checks the plumbing, not the machine.
     const auto search = steno::bench::search_slo(points, {});
     // When it fails, each point's numbers and its first requests (when sent, how long they took) say why.
     std::string why;
