@@ -14,10 +14,11 @@
 #                SharedWeightsFleet.* (logs/tests-weights-*.log), then the seed load at c = 64 for 20 s on 4 MPS workers
 #                with batching, without and with --share-weights: each worker's device memory is in the results'
 #                fleet_metrics_after -> h200-fleet-mps-batch-{private,shared}-weights.json
-#   arms         the seed sweep of each arm of $STENO_FLEET_ARMS ("processes mps mps+batch green+batch"; `single` and
-#                `lanes+batch` are in bench/results/h200-seed/) at $STENO_FLEET_CONCURRENCY ("1 4 8 16 20 24 32 64
-#                100") with $STENO_FLEET_DURATION_S (30) s windows -> h200-seed-ARM.json; the report is made on the
-#                development machine (gnuplot): steno bench report --out bench/results/h200-fleet single=...
+#   arms         the seed sweep of each arm of $STENO_FLEET_ARMS ("processes mps mps+batch green+batch"; also `single`,
+#                `lanes+batch`, and `mps+batch+spread`, `lanes+batch+spread`, `green+batch+spread` with
+#                --spread-batches) at $STENO_FLEET_CONCURRENCY ("1 4 8 16 20 24 32 64 100") with
+#                $STENO_FLEET_DURATION_S (30) s windows -> h200-seed-ARM.json; the report is made on the development
+#                machine (gnuplot): steno bench report --out bench/results/h200-arms single=...
 # STENO_FLEET_STEPS ("tests fault pressure weights arms") picks the steps; a run call's 10 minutes hold tests + fault +
 # pressure (about 4 min) and then about 1 arm at the protocol's full sweep (5.6 min each): spread the arms over calls.
 # On a host of several GPUs, instances side by side each get CUDA_VISIBLE_DEVICES=<one GPU's UUID> (UUIDs, since MPS
@@ -129,6 +130,11 @@ if [[ $steps == *" arms "* ]]; then
       mps+batch) args=(--share mps --executors "$workers" --max-batch 16 --max-queue-delay-ms 50) ;;
       green+batch) args=(--share green --executors "$workers" --green-sms 32 --max-batch 16 --max-queue-delay-ms 50) ;;
       lanes+batch) args=(--lanes "$workers" --max-batch 16 --max-queue-delay-ms 50) ;;
+      mps+batch+spread)
+        args=(--share mps --executors "$workers" --max-batch 16 --max-queue-delay-ms 50 --spread-batches) ;;
+      lanes+batch+spread) args=(--lanes "$workers" --max-batch 16 --max-queue-delay-ms 50 --spread-batches) ;;
+      green+batch+spread)
+        args=(--share green --executors "$workers" --green-sms 32 --max-batch 16 --max-queue-delay-ms 50 --spread-batches) ;;
       single) args=(--lanes 1 --max-batch 1) ;;
       *) log "unknown arm $arm"; failed+=("$arm"); continue ;;
     esac
