@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "steno/core/error.h"
+#include "steno/serve/stage_durations.h"
 
 namespace steno::serve {
 namespace {
@@ -143,12 +144,12 @@ std::vector<Completion> DynamicBatcher::expire_requeued(Clock::time_point now) {
     const size_t before = out.size();
     for (size_t i = 0; i < b.requests.size(); ++i) {
       TranscriptionRequest& r = *b.requests[i];
-      const double waited = std::chrono::duration<double, std::milli>(now - b.enqueued[i]).count();
+      const double waited = ms_between(b.enqueued[i], now);
       if (r.cancelled && r.cancelled->load())
         out.push_back(reject(std::move(b.requests[i]), Outcome::kCancelled, "cancelled by the client", waited));
       else if (r.deadline <= now)
         out.push_back(reject(std::move(b.requests[i]), Outcome::kDeadlineExceeded,
-                             "deadline exceeded before the request could be run again", waited));
+                             fmt::format("deadline exceeded after {:.0f} ms waiting to run", waited), waited));
     }
     if (out.size() == before) continue;
     // Drop the completed requests with their queue times.

@@ -58,7 +58,8 @@ class DynamicBatcher {
 
  private:
   void reap();
-  // Completes the requeued requests that were cancelled or whose deadline passed. With mu_ held.
+  // Completes the requeued requests (handed back, or spread pieces) that were cancelled or whose deadline passed.
+  // With mu_ held.
   std::vector<Completion> expire_requeued(Clock::time_point now);
   size_t pending() const;  // queued plus requeued requests, with mu_ held
   // With spread_over_idle_executors: `batch` cut into one piece per idle executor (up to one request each), the
