@@ -50,19 +50,36 @@ std::string request_log_line(const TranscriptionRequest& request, const Transcri
 void RequestCompleter::operator()(Completion c) const {
   if (!c.request) return;
   TranscriptionRequest& req = *c.request;
-  if (metrics_) {
-    const double request_us = std::chrono::duration<double, std::micro>(Clock::now() - req.arrival).count();
-    metrics_->request_completed(c.response, request_us, static_cast<double>(req.pcm.size()) / kPcmSampleRate);
-  }
-  spdlog::info("{}", request_log_line(req, c.response));
+  TranscriptionResponse& r = c.response;
+  r.model = req.model;
+  r.input_ms = req.input_ms;
+  r.audio_seconds = static_cast<double>(req.pcm.size()) / kPcmSampleRate;
+  r.warnings = std::move(req.warnings);
+  if (stats_) stats_->request_finished(r, std::chrono::duration<double, std::milli>(Clock::now() - req.arrival).count());
+  spdlog::info("{}", request_log_line(req, r));
   if (!req.done) return;
+  const bool ok = r.ok();
+  const int batch_size = r.batch_size;
+  const Clock::time_point answer_start = Clock::now();
   try {
-    req.done(std::move(c.response));
+    req.done(std::move(r));
   } catch (const std::exception& e) {
-    spdlog::error("request id={} done callback threw: {}", log_value(req.id), e.what());
+    spdlog::error("request id={} answer callback threw: {}", log_value(req.id), e.what());
   } catch (...) {
-    spdlog::error("request id={} done callback threw", log_value(req.id));
+    spdlog::error("request id={} answer callback threw", log_value(req.id));
   }
+  if (stats_ && ok)
+    stats_->output_rendered(batch_size, std::chrono::duration<double, std::milli>(Clock::now() - answer_start).count());
+}
+
+Completion reject(std::unique_ptr<TranscriptionRequest> request, Outcome outcome, std::string message,
+                  double queue_ms) {
+  Completion c;
+  c.response.outcome = outcome;
+  c.response.message = std::move(message);
+  c.response.durations.queue_ms = queue_ms;
+  c.request = std::move(request);
+  return c;
 }
 
 }  // namespace steno::serve

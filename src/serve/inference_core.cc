@@ -1,118 +1,134 @@
 #include "steno/serve/inference_core.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include <set>
-
 #include "steno/core/error.h"
+#include "steno/serve/audio_input.h"
+#include "steno/serve/completer.h"
+#include "steno/serve/stage_durations.h"
 
 namespace steno::serve {
+namespace {
 
-// Declaration order is destruction order in reverse: executors stop before the batcher they pull from goes away.
-struct InferenceCore::Served {
+// The request a submission becomes, before its audio is decoded: everything a refusal needs to be answered.
+std::unique_ptr<TranscriptionRequest> request_of(Submission& s, const std::string& model, AnswerFn answer) {
+  auto r = std::make_unique<TranscriptionRequest>();
+  r->id = std::move(s.id);
+  r->model = model;
+  r->priority = s.priority;
+  r->arrival = s.received;
+  r->deadline = s.deadline;
+  if (s.cancelled) r->cancelled = std::move(s.cancelled);
+  r->done = std::move(answer);
+  return r;
+}
+
+Completion refuse(std::unique_ptr<TranscriptionRequest> request, const ServeError& e) {
+  Completion c = reject(std::move(request), e.outcome(), e.what());
+  c.response.param = e.param();
+  c.response.retry_after_s = e.retry_after_s();
+  return c;
+}
+
+}  // namespace
+
+ModelSpec lane_model(std::string name, int lanes, RunnerFactory runners) {
   ModelSpec spec;
-  ModelMetrics* metrics;
-  std::unique_ptr<fleet::FleetMetrics> fleet_metrics;  // worker processes only
-  std::unique_ptr<DynamicBatcher> batcher;
-  std::unique_ptr<LaneExecutor> lanes;                // one of these two
-  std::unique_ptr<fleet::ProcessExecutor> workers;
-
-  void join() {
-    if (lanes) lanes->join();
-    if (workers) workers->join();
-  }
-};
+  spec.info.name = std::move(name);
+  spec.info.share = "lanes";
+  spec.info.device = "cpu";
+  spec.info.max_audio_seconds = 1200;
+  spec.executors = [lanes, runners = std::move(runners)](prometheus::Registry&) {
+    return lane_executors(lanes, runners);
+  };
+  return spec;
+}
 
 InferenceCore::InferenceCore(std::vector<ModelSpec> models, CoreConfig config)
-    : config_(std::move(config)), metrics_(config_.registry) {
+    : config_(std::move(config)), stats_(config_.registry) {
   STENO_CHECK(!models.empty(), "the inference core needs at least one model");
-  config_.batcher.validate();
-  STENO_CHECK(config_.lanes.lanes >= 1, "need at least one executor lane, got {}", config_.lanes.lanes);
-  const int threads = config_.lanes.resolved_threads_per_lane();
-  const char* spread_note =
-      config_.batcher.spread_over_idle_executors ? ", batches spread over the idle executors" : "";
-  std::set<std::string> names;
-  for (const ModelSpec& spec : models) {  // all checks before any thread starts
-    STENO_CHECK(!spec.name.empty(), "a served model needs a name");
-    STENO_CHECK(names.insert(spec.name).second, "model '{}' is listed twice", spec.name);
-    STENO_CHECK(spec.runners || spec.model || spec.processes, "model '{}' has neither weights nor runners",
-                spec.name);
+  for (const ModelSpec& spec : models) {  // every check before any executor starts
+    spec.batcher.validate();
+    STENO_CHECK(spec.executors != nullptr, "model '{}' has no executors", spec.info.name);
+    STENO_CHECK(spec.info.max_audio_seconds > 0, "model '{}': max_audio_seconds must be > 0", spec.info.name);
   }
   for (ModelSpec& spec : models) {
-    if (!spec.runners && !spec.processes) spec.runners = transcriber_runners(spec.model, threads, config_.lanes.gemm);
-    auto s = std::make_unique<Served>();
-    s->spec = std::move(spec);
-    s->metrics = &metrics_.add_model(s->spec.name, s->spec.version);
-    ModelMetrics* m = s->metrics;
-    s->batcher = std::make_unique<DynamicBatcher>(
-        config_.batcher,
-        DynamicBatcher::Hooks{RequestCompleter(m), [m](size_t queued) { m->set_pending(queued); }});
-    if (s->spec.processes) {
-      s->fleet_metrics = std::make_unique<fleet::FleetMetrics>(*metrics_.registry(), s->spec.name, s->spec.version,
-                                                               s->spec.processes->workers);
-      s->workers = std::make_unique<fleet::ProcessExecutor>(*s->spec.processes, *s->batcher, RequestCompleter(m), m,
-                                                            s->fleet_metrics.get());
-      spdlog::info("serving model {} (version {}): {} worker processes x {} threads, max batch {}, max queue delay "
-                   "{} us{}",
-                   s->spec.name, s->spec.version, s->spec.processes->workers, s->spec.processes->command.threads,
-                   config_.batcher.max_batch_size, config_.batcher.max_queue_delay.count(), spread_note);
-    } else {
-      s->lanes = std::make_unique<LaneExecutor>(config_.lanes.lanes, s->spec.runners, *s->batcher,
-                                                RequestCompleter(m), m);
-      spdlog::info("serving model {} (version {}): {} lanes x {} threads, max batch {}, max queue delay {} us{}",
-                   s->spec.name, s->spec.version, config_.lanes.lanes, threads, config_.batcher.max_batch_size,
-                   config_.batcher.max_queue_delay.count(), spread_note);
-    }
-    served_.push_back(std::move(s));
+    auto m = std::make_unique<ServedModel>();
+    m->info = std::move(spec.info);
+    m->info.max_batch_size = spec.batcher.max_batch_size;
+    m->info.max_queue_delay_us = spec.batcher.max_queue_delay.count();
+    m->resources = std::move(spec.resources);
+    std::vector<std::unique_ptr<Executor>> executors = spec.executors(*stats_.registry());
+    STENO_CHECK(!executors.empty(), "model '{}' has no executors", m->info.name);
+    m->info.executors = static_cast<int>(executors.size());
+    ModelStatistics* stats = &stats_.add_model(m->info.name, m->info.version);
+    m->stats = stats;
+    m->batcher = std::make_unique<DynamicBatcher>(
+        spec.batcher, DynamicBatcher::Hooks{RequestCompleter(stats), [stats](size_t n) { stats->set_pending(n); }});
+    const ModelInfo& info = m->info;
+    // Registered before its executors start: a name or alias taken twice fails before any process is spawned.
+    ServedModel* served = m.get();
+    registry_.add(std::move(m));
+    served->pool = std::make_unique<ExecutorPool>(std::move(executors), *served->batcher, RequestCompleter(stats),
+                                                  stats, spec.policy);
+    spdlog::info("serving model {} (version {}{}): {} {} executor(s) on {}, max batch {}, max queue delay {} us{}",
+                 info.name, info.version,
+                 info.aliases.empty() ? "" : fmt::format(", also as {}", fmt::join(info.aliases, ", ")),
+                 info.executors, info.share, info.device, info.max_batch_size, info.max_queue_delay_us,
+                 spec.batcher.spread_over_idle_executors ? ", batches spread over the idle executors" : "");
   }
   accepting_ = true;
 }
 
 InferenceCore::~InferenceCore() { drain(); }
 
-InferenceCore::Served* InferenceCore::find(const std::string& name) const {
-  for (const auto& s : served_)
-    if (s->spec.name == name) return s.get();
-  return nullptr;
-}
-
-void InferenceCore::submit(std::unique_ptr<TranscriptionRequest> request) {
-  if (!request) return;
-  Served* s = find(request->model);
-  if (!s) {
-    std::string known;
-    for (const auto& m : served_) known += (known.empty() ? "" : ", ") + m->spec.name;
-    std::string message = fmt::format("unknown model '{}' (served: {})", request->model.substr(0, 128), known);
-    RequestCompleter(nullptr)(reject(std::move(request), Outcome::kUnknownModel, std::move(message)));
+void InferenceCore::submit(Submission s, AnswerFn answer) {
+  ServedModel* m = registry_.find(s.model, s.default_model_allowed);
+  if (m == nullptr) {  // no series for a name the client chose: unbounded cardinality
+    const ServeError e = unknown_model(registry_.infos(), s.model);
+    RequestCompleter(nullptr)(refuse(request_of(s, std::string(s.model.substr(0, 128)), std::move(answer)), e));
     return;
   }
-  if (!accepting_) {
-    RequestCompleter(s->metrics)(
-        reject(std::move(request), Outcome::kShuttingDown, "server is shutting down"));
-    return;
+  const RequestCompleter complete(m->stats);
+  std::unique_ptr<TranscriptionRequest> r = request_of(s, m->info.name, std::move(answer));
+  if (s.refused) return complete(refuse(std::move(r), *s.refused));
+  if (!accepting_) return complete(reject(std::move(r), Outcome::kShuttingDown, "server is shutting down"));
+  if (config_.enable_fault_injection && !s.fault.empty()) {
+    const std::optional<InjectedFault> fault = parse_injected_fault(s.fault);
+    if (!fault)
+      return complete(refuse(std::move(r), ServeError(Outcome::kInvalidInput,
+                                                      fmt::format("{} must be crash, hang, device-fault or oom",
+                                                                  kFaultHeader))));
+    r->fault = *fault;
   }
-  s->batcher->submit(std::move(request));  // also refuses once drain() has shut it down
+  try {
+    DecodedInput in = decode_input(s.audio, m->info.max_audio_seconds);
+    r->pcm = std::move(in.pcm);
+    r->warnings = std::move(in.warnings);
+  } catch (const Error& e) {
+    return complete(refuse(std::move(r), serve_error(e, s.audio_field)));
+  }
+  r->input_ms = ms_between(s.received, Clock::now());
+  m->batcher->submit(std::move(r));  // also refuses once drain() has shut it down
 }
-
-std::vector<std::string> InferenceCore::models() const {
-  std::vector<std::string> names;
-  for (const auto& s : served_) names.push_back(s->spec.name);
-  return names;
-}
-
-bool InferenceCore::ready() const { return accepting_; }
 
 void InferenceCore::drain() {
   std::lock_guard lock(drain_mu_);
   if (drained_) return;
   accepting_ = false;
-  // Every batcher stops taking work first, then each model's lanes finish what is queued and running.
-  for (auto& s : served_) s->batcher->shutdown();
-  for (auto& s : served_) s->join();
+  // Every batcher stops taking work first, then each model's executors finish what is queued and running.
+  for (const auto& m : registry_.all()) m->batcher->shutdown();
+  for (const auto& m : registry_.all()) m->pool->join();
   drained_ = true;
   spdlog::info("inference core drained");
 }
 
-std::string InferenceCore::render_metrics() const { return metrics_.render(); }
+std::vector<ModelStatsSnapshot> InferenceCore::statistics(const std::vector<std::string>& models) const {
+  std::vector<ModelStatsSnapshot> out;
+  for (const std::string& name : models)
+    if (const ServedModel* m = registry_.find(name, false)) out.push_back(m->stats->snapshot());
+  return out;
+}
 
 }  // namespace steno::serve

@@ -1,6 +1,7 @@
-// A lane that runs out of memory (OomPolicy, executor.h): the real LaneExecutor and DynamicBatcher, with a runner
-// that throws kResourceExhausted the way the CUDA allocator does for batches it cannot fit. Every request must be
-// completed exactly once, with its own transcript; the lane must then ask for batches that fit.
+// An executor that runs out of memory (the out-of-memory policy: executor_pool.h, batch_cap.h): the real
+// ExecutorPool, lane and DynamicBatcher, with a runner that throws kResourceExhausted the way the CUDA allocator
+// does for batches it cannot fit. Every request must be completed exactly once, with its own transcript; the
+// executor must then ask for batches that fit.
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
@@ -10,7 +11,9 @@
 #include <mutex>
 
 #include "steno/core/error.h"
-#include "steno/serve/executor.h"
+#include "steno/serve/executor_pool.h"
+#include "steno/serve/completer.h"
+#include "steno/serve/lanes.h"
 #include "test_requests.h"
 
 namespace steno::serve {
@@ -131,7 +134,7 @@ class LaneOutOfMemory : public ::testing::Test {
 TEST_F(LaneOutOfMemory, SplitsTheBatchInHalvesUntilItFitsAndCompletesEveryRequestOnce) {
   DynamicBatcher batcher(config(16), hooks());
   submit(batcher, 0, 16);  // queued before the lane starts: one full batch of 16
-  LaneExecutor lanes(1, runners(5), batcher, RequestCompleter(nullptr), nullptr);
+  ExecutorPool lanes(lane_executors(1, runners(5)), batcher, RequestCompleter(nullptr), nullptr);
   ASSERT_TRUE(answers_.wait_for(16, 30s));
 
   // 16 does not fit; nor do its halves of 8; the quarters of 4 do.
@@ -171,7 +174,7 @@ TEST_F(LaneOutOfMemory, ARequestThatDoesNotFitAloneFailsAloneWithAClearMessage) 
   submit(batcher, 0, 2);
   submit(batcher, 2, 1, /*length=*/50'000);  // r2: too long for any batch
   submit(batcher, 3, 1);
-  LaneExecutor lanes(1, runners(16, /*longest=*/10'000), batcher, RequestCompleter(nullptr), nullptr);
+  ExecutorPool lanes(lane_executors(1, runners(16, /*longest=*/10'000)), batcher, RequestCompleter(nullptr), nullptr);
   ASSERT_TRUE(answers_.wait_for(4, 30s));
 
   const auto all = answers_.all();
@@ -179,7 +182,7 @@ TEST_F(LaneOutOfMemory, ARequestThatDoesNotFitAloneFailsAloneWithAClearMessage) 
     const auto& got = all.at(rid(i));
     ASSERT_EQ(got.size(), 1u) << "r" << i;
     if (i == 2) {
-      EXPECT_EQ(got[0].outcome, Outcome::kError);
+      EXPECT_EQ(got[0].outcome, Outcome::kInternal);
       EXPECT_NE(got[0].message.find("out of memory running this request alone"), std::string::npos)
           << got[0].message;
       EXPECT_NE(got[0].message.find("3.1 s of audio"), std::string::npos) << got[0].message;  // 50,000 samples
@@ -200,7 +203,8 @@ TEST_F(LaneOutOfMemory, ARequestThatDoesNotFitAloneFailsAloneWithAClearMessage) 
 TEST_F(LaneOutOfMemory, TheCapGrowsBackAndAFailedProbeReturnsToTheSizeThatRan) {
   DynamicBatcher batcher(config(16), hooks());
   submit(batcher, 0, 16);
-  LaneExecutor lanes(1, runners(4), batcher, RequestCompleter(nullptr), nullptr, OomPolicy{.regrow_after = 3});
+  ExecutorPool lanes(lane_executors(1, runners(4)), batcher, RequestCompleter(nullptr), nullptr,
+                     PoolPolicy{.oom = {.regrow_after = 3}});
   ASSERT_TRUE(answers_.wait_for(16, 30s));
   // Three batches of 4 in a row at the lowered cap: it grows to 5.
   submit(batcher, 16, 12);
@@ -237,7 +241,7 @@ TEST_F(LaneOutOfMemory, OtherErrorsAreNotRetried) {
     return std::make_unique<Failing>(calls);
   };
   {
-    LaneExecutor lanes(1, failing, batcher, RequestCompleter(nullptr), nullptr);
+    ExecutorPool lanes(lane_executors(1, failing), batcher, RequestCompleter(nullptr), nullptr);
     ASSERT_TRUE(answers_.wait_for(4, 30s));
     EXPECT_EQ(lanes.batch_cap(0), 4);
   }

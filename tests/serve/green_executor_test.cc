@@ -1,4 +1,4 @@
-// green_transcriber_runners (the `green` mode of design.md §4): the clear failure where there is no GPU, and on a
+// green_transcriber_runners (the `green` sharing mode): the clear failure where there is no GPU, and on a
 // GPU (skipped elsewhere) lanes on 16-SM green contexts transcribing the bundled test clips as a plain lane does.
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
@@ -10,7 +10,7 @@
 #include "steno/audio/decode.h"
 #include "steno/core/cuda.h"
 #include "steno/core/error.h"
-#include "steno/serve/executor.h"
+#include "steno/serve/lanes.h"
 
 namespace steno::serve {
 namespace {

@@ -1,6 +1,7 @@
-// The inference core end to end: the bundled model behind two lanes under 200 concurrent requests (each answered
-// once, with the transcript `steno transcribe` gives, in real batches), drain while busy, the metrics; and, with
-// stand-in runners, the failure paths (engine errors, a lane that cannot start, deadlines while lanes are busy).
+// The inference core end to end: the bundled model behind two lanes under 200 concurrent submissions (each answered
+// once, with the transcript `steno transcribe` gives, in real batches), drain while busy, the statistics, model
+// names and aliases; and, with stand-in runners, the failure paths (engine errors, a lane that cannot start,
+// deadlines while lanes are busy, refusals on submission counted like every other failure).
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
@@ -11,10 +12,12 @@
 #include <mutex>
 #include <thread>
 
+#include "../error_util.h"
 #include "metrics_text.h"
 #include "steno/audio/decode.h"
 #include "steno/core/error.h"
 #include "steno/serve/inference_core.h"
+#include "steno/serve/lanes.h"
 
 namespace steno::serve {
 namespace {
@@ -35,7 +38,7 @@ class Responses {
  public:
   explicit Responses(size_t n) : calls_(n, 0), responses_(n) {}
 
-  std::function<void(TranscriptionResponse)> done_for(size_t i) {
+  AnswerFn done_for(size_t i) {
     return [this, i](TranscriptionResponse r) {
       std::lock_guard lock(mu_);
       if (++calls_[i] == 1) responses_[i] = std::move(r);
@@ -88,20 +91,18 @@ class InferenceCoreTest : public ::testing::Test {
   }
 
   static std::unique_ptr<InferenceCore> make_core(int lanes, BatcherConfig batcher) {
-    CoreConfig config;
-    config.batcher = batcher;
-    config.lanes.lanes = lanes;
-    config.lanes.threads_per_lane = 1;
-    return std::make_unique<InferenceCore>(std::vector<ModelSpec>{{kModelName, "1", model_, nullptr}}, config);
+    ModelSpec spec = lane_model(kModelName, lanes, transcriber_runners(model_, 1));
+    spec.info.aliases = {"whisper-1", "default"};
+    spec.batcher = batcher;
+    return std::make_unique<InferenceCore>(std::vector<ModelSpec>{spec});
   }
 
-  static std::unique_ptr<TranscriptionRequest> clip_request(size_t i, Responses& responses) {
-    auto r = std::make_unique<TranscriptionRequest>();
-    r->id = "req-" + std::to_string(i);
-    r->model = kModelName;
-    r->pcm = clips_[i % clips_.size()].pcm;
-    r->done = responses.done_for(i);
-    return r;
+  static Submission clip_submission(size_t i, const std::string& model = kModelName) {
+    Submission s;
+    s.id = "req-" + std::to_string(i);
+    s.model = model;
+    s.audio = PcmAudio{clips_[i % clips_.size()].pcm, 16000};
+    return s;
   }
 
   static std::shared_ptr<const asr::AsrModel> model_;
@@ -118,14 +119,20 @@ TEST_F(InferenceCoreTest, ConcurrentRequestsAreEachAnsweredOnceWithTheCliTranscr
   batcher.max_queue_delay = 20ms;
   auto core = make_core(2, batcher);
   EXPECT_TRUE(core->ready());
-  EXPECT_EQ(core->models(), std::vector<std::string>{kModelName});
+  ASSERT_EQ(core->models().size(), 1u);
+  EXPECT_EQ(core->models()[0].name, kModelName);
+  EXPECT_EQ(core->models()[0].executors, 2);
+  EXPECT_EQ(core->models()[0].max_batch_size, 8);
 
   constexpr size_t kRequests = 200, kThreads = 4;
   Responses responses(kRequests);
   std::vector<std::thread> clients;
   for (size_t t = 0; t < kThreads; ++t)
     clients.emplace_back([&, t] {
-      for (size_t i = t; i < kRequests; i += kThreads) core->submit(clip_request(i, responses));
+      // By its name and by its aliases alike.
+      const char* names[] = {kModelName, "whisper-1", "default"};
+      for (size_t i = t; i < kRequests; i += kThreads)
+        core->submit(clip_submission(i, names[i % 3]), responses.done_for(i));
     });
   for (auto& c : clients) c.join();
   ASSERT_TRUE(responses.wait_all(120s)) << responses.answered() << " of " << kRequests << " answered";
@@ -137,6 +144,7 @@ TEST_F(InferenceCoreTest, ConcurrentRequestsAreEachAnsweredOnceWithTheCliTranscr
     const TranscriptionResponse& r = responses.at(i);
     ASSERT_EQ(r.outcome, Outcome::kOk) << i << ": " << r.message;
     EXPECT_EQ(r.transcript.text, clips_[i % clips_.size()].reference) << "request " << i;
+    EXPECT_EQ(r.model, kModelName);
     EXPECT_GE(r.batch_size, 1);
     EXPECT_LE(r.batch_size, 8);
     EXPECT_GT(r.durations.compute_ms, 0);
@@ -177,7 +185,7 @@ TEST_F(InferenceCoreTest, SpreadBatchesRunOnBothLanesWithTheCliTranscripts) {
   std::this_thread::sleep_for(300ms);
   constexpr size_t kRequests = 8;
   Responses responses(kRequests);
-  for (size_t i = 0; i < kRequests; ++i) core->submit(clip_request(i, responses));
+  for (size_t i = 0; i < kRequests; ++i) core->submit(clip_submission(i), responses.done_for(i));
   ASSERT_TRUE(responses.wait_all(120s)) << responses.answered() << " of " << kRequests << " answered";
   core->drain();
   for (size_t i = 0; i < kRequests; ++i) {
@@ -199,7 +207,7 @@ TEST_F(InferenceCoreTest, DrainWhileBusyFinishesQueuedWorkAndRefusesNewWork) {
 
   constexpr size_t kQueued = 60, kLateCap = 5000;
   Responses responses(kQueued + kLateCap);
-  for (size_t i = 0; i < kQueued; ++i) core->submit(clip_request(i, responses));
+  for (size_t i = 0; i < kQueued; ++i) core->submit(clip_submission(i), responses.done_for(i));
 
   // A client that goes on submitting (short clips) during the drain: each of its requests is served or refused,
   // never lost.
@@ -207,13 +215,12 @@ TEST_F(InferenceCoreTest, DrainWhileBusyFinishesQueuedWorkAndRefusesNewWork) {
   std::atomic<size_t> late_sent{0};
   std::thread client([&] {
     for (size_t i = kQueued; i < kQueued + kLateCap && !refused; ++i) {
-      auto r = clip_request(i, responses);
-      r->pcm.resize(1600);
-      r->done = [&, inner = responses.done_for(i)](TranscriptionResponse resp) {
+      Submission s = clip_submission(i);
+      std::get<PcmAudio>(s.audio).samples.resize(1600);
+      core->submit(std::move(s), [&, inner = responses.done_for(i)](TranscriptionResponse resp) {
         if (resp.outcome == Outcome::kShuttingDown) refused = true;
         inner(std::move(resp));
-      };
-      core->submit(std::move(r));
+      });
       ++late_sent;
     }
   });
@@ -236,7 +243,7 @@ TEST_F(InferenceCoreTest, DrainWhileBusyFinishesQueuedWorkAndRefusesNewWork) {
   }
 
   Responses after(1);
-  core->submit(clip_request(0, after));
+  core->submit(clip_submission(0), after.done_for(0));
   ASSERT_EQ(after.calls(0), 1);  // answered inside submit
   EXPECT_EQ(after.at(0).outcome, Outcome::kShuttingDown);
   core->drain();  // idempotent
@@ -244,26 +251,69 @@ TEST_F(InferenceCoreTest, DrainWhileBusyFinishesQueuedWorkAndRefusesNewWork) {
 
 TEST_F(InferenceCoreTest, AnUnknownModelIsRefusedWithoutCreatingItsSeries) {
   auto core = make_core(1, BatcherConfig{});
-  Responses responses(1);
-  auto r = clip_request(0, responses);
-  r->model = "whisper-large";
-  core->submit(std::move(r));
+  Responses responses(3);
+  core->submit(clip_submission(0, "whisper-large"), responses.done_for(0));
   ASSERT_EQ(responses.calls(0), 1);
-  EXPECT_EQ(responses.at(0).outcome, Outcome::kUnknownModel);
+  EXPECT_EQ(responses.at(0).outcome, Outcome::kModelNotFound);
+  EXPECT_EQ(responses.at(0).error().http_status(), 404);
   EXPECT_NE(responses.at(0).message.find("whisper-large"), std::string::npos);
-  EXPECT_NE(responses.at(0).message.find(kModelName), std::string::npos);
+  EXPECT_NE(responses.at(0).message.find(kModelName), std::string::npos);  // what is served, aliases too
+  EXPECT_NE(responses.at(0).message.find("whisper-1"), std::string::npos);
   EXPECT_EQ(core->render_metrics().find("whisper-large"), std::string::npos);
+  // No name: the default model only where the protocol allows it (OpenAI), never for KServe.
+  core->submit(clip_submission(1, ""), responses.done_for(1));
+  EXPECT_EQ(responses.at(1).outcome, Outcome::kModelNotFound);
+  Submission openai = clip_submission(2, "");
+  openai.default_model_allowed = true;
+  core->submit(std::move(openai), responses.done_for(2));
+  ASSERT_TRUE(responses.wait_for(2, 60s));
+  EXPECT_EQ(responses.at(2).outcome, Outcome::kOk) << responses.at(2).message;
+  EXPECT_EQ(responses.at(2).model, kModelName);
+}
+
+TEST_F(InferenceCoreTest, RefusalsOnSubmissionCountInBothStatisticsAlike) {
+  auto core = make_core(1, BatcherConfig{});
+  Responses responses(4);
+  Submission garbage = clip_submission(0);
+  const std::string text = "this is not audio at all, just text";
+  garbage.audio = EncodedAudio{text};
+  core->submit(std::move(garbage), responses.done_for(0));
+  Submission too_long = clip_submission(1);
+  std::get<PcmAudio>(too_long.audio).samples.assign(16000 * 1300, 0.0f);  // over the 1200 s limit
+  core->submit(std::move(too_long), responses.done_for(1));
+  Submission refused = clip_submission(2);
+  refused.refused = ServeError(Outcome::kInvalidInput, "unknown output 'txet'");
+  core->submit(std::move(refused), responses.done_for(2));
+  Submission fault = clip_submission(3);
+  fault.fault = "explode";  // fault injection is off: the tag is ignored
+  core->submit(std::move(fault), responses.done_for(3));
+  ASSERT_TRUE(responses.wait_all(60s));
+  EXPECT_EQ(responses.at(0).outcome, Outcome::kInvalidInput);
+  EXPECT_EQ(responses.at(0).param, "file");
+  EXPECT_EQ(responses.at(1).outcome, Outcome::kOverLimit);
+  EXPECT_EQ(responses.at(1).error().http_status(), 413);
+  EXPECT_NE(responses.at(1).message.find("1200"), std::string::npos) << responses.at(1).message;
+  EXPECT_EQ(responses.at(2).outcome, Outcome::kInvalidInput);
+  EXPECT_EQ(responses.at(2).message, "unknown output 'txet'");
+  EXPECT_EQ(responses.at(3).outcome, Outcome::kOk) << responses.at(3).message;
+
+  const std::string metrics = core->render_metrics();
+  const std::vector<ModelStatsSnapshot> stats = core->statistics({kModelName});
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(metric_value(metrics, "nv_inference_request_failure", {{"reason", "OTHER"}}), 3.0);
+  EXPECT_EQ(stats[0].fail.count, 3u);
+  EXPECT_EQ(metric_value(metrics, "nv_inference_request_success", {{"model", kModelName}}), 1.0);
+  EXPECT_EQ(stats[0].success.count, 1u);
 }
 
 // ---- stand-in runners: the failure paths without the model ---------------------------------------------
 
-std::unique_ptr<TranscriptionRequest> stub_request(size_t i, Responses& responses, size_t samples = 1600) {
-  auto r = std::make_unique<TranscriptionRequest>();
-  r->id = "stub-" + std::to_string(i);
-  r->model = "stub";
-  r->pcm.assign(samples, 0.0f);
-  r->done = responses.done_for(i);
-  return r;
+Submission stub_submission(size_t i, size_t samples = 1600) {
+  Submission s;
+  s.id = "stub-" + std::to_string(i);
+  s.model = "stub";
+  s.audio = PcmAudio{std::vector<float>(samples, 0.0f), 16000};
+  return s;
 }
 
 class FnRunner final : public BatchRunner {
@@ -279,12 +329,9 @@ class FnRunner final : public BatchRunner {
 };
 
 std::unique_ptr<InferenceCore> stub_core(RunnerFactory runners, int lanes = 1) {
-  CoreConfig config;
-  config.batcher.max_queue_delay = 0us;
-  config.lanes.lanes = lanes;
-  config.lanes.threads_per_lane = 1;
-  return std::make_unique<InferenceCore>(std::vector<ModelSpec>{{"stub", "1", nullptr, std::move(runners)}},
-                                         config);
+  ModelSpec spec = lane_model("stub", lanes, std::move(runners));
+  spec.batcher.max_queue_delay = 0us;
+  return std::make_unique<InferenceCore>(std::vector<ModelSpec>{spec});
 }
 
 TEST(InferenceCoreFailures, AnEngineErrorFailsEveryRequestOfItsBatchOnce) {
@@ -294,12 +341,12 @@ TEST(InferenceCoreFailures, AnEngineErrorFailsEveryRequestOfItsBatchOnce) {
     });
   });
   Responses responses(5);
-  for (size_t i = 0; i < 5; ++i) core->submit(stub_request(i, responses));
+  for (size_t i = 0; i < 5; ++i) core->submit(stub_submission(i), responses.done_for(i));
   ASSERT_TRUE(responses.wait_all(30s));
   core->drain();
   for (size_t i = 0; i < 5; ++i) {
     EXPECT_EQ(responses.calls(i), 1);
-    EXPECT_EQ(responses.at(i).outcome, Outcome::kError);
+    EXPECT_EQ(responses.at(i).outcome, Outcome::kInternal);
     EXPECT_EQ(responses.at(i).message, "engine exploded");
   }
   const std::string text = core->render_metrics();
@@ -307,15 +354,22 @@ TEST(InferenceCoreFailures, AnEngineErrorFailsEveryRequestOfItsBatchOnce) {
   EXPECT_EQ(metric_value(text, "nv_inference_exec_count", {{"model", "stub"}}), 0.0);
 }
 
-TEST(InferenceCoreFailures, ALaneThatCannotStartFailsItsBatchesInsteadOfHanging) {
-  auto core = stub_core([](int) -> std::unique_ptr<BatchRunner> { throw Error(ErrorCode::kUnavailable, "no GPU"); });
-  Responses responses(3);
-  for (size_t i = 0; i < 3; ++i) core->submit(stub_request(i, responses));
-  ASSERT_TRUE(responses.wait_all(30s));
-  for (size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(responses.at(i).outcome, Outcome::kError);
-    EXPECT_NE(responses.at(i).message.find("no GPU"), std::string::npos);
-  }
+TEST(InferenceCoreFailures, ALaneThatCannotStartFailsTheStartWithItsReason) {
+  // As a worker process that cannot load its model: the server does not start serving with an executor short.
+  std::atomic<int> made{0};
+  const std::string msg = steno::testing::error_of(
+      [&] {
+        stub_core(
+            [&](int lane) -> std::unique_ptr<BatchRunner> {
+              ++made;
+              if (lane == 1) throw Error(ErrorCode::kUnavailable, "no GPU");
+              return std::make_unique<FnRunner>([](const auto& c) { return std::vector<asr::Transcript>(c.size()); });
+            },
+            2);
+      },
+      ErrorCode::kUnavailable);
+  EXPECT_NE(msg.find("lane 1 could not start: no GPU"), std::string::npos) << msg;
+  EXPECT_EQ(made.load(), 2);  // both lanes tried, side by side
 }
 
 TEST(InferenceCoreFailures, RequestsExpireInTheQueueWhileTheLaneIsBusyAndNeverRun) {
@@ -332,11 +386,11 @@ TEST(InferenceCoreFailures, RequestsExpireInTheQueueWhileTheLaneIsBusyAndNeverRu
     });
   });
   Responses responses(2);
-  core->submit(stub_request(0, responses));
+  core->submit(stub_submission(0), responses.done_for(0));
   ASSERT_EQ(started.get_future().wait_for(30s), std::future_status::ready);  // the lane holds request 0
-  auto late = stub_request(1, responses);
-  late->deadline = Clock::now() + 30ms;
-  core->submit(std::move(late));
+  Submission late = stub_submission(1);
+  late.deadline = Clock::now() + 30ms;
+  core->submit(std::move(late), responses.done_for(1));
   // The busy lane cannot pull it: the batcher's reaper answers it at its deadline.
   ASSERT_TRUE(responses.wait_for(1, 30s));
   EXPECT_EQ(responses.at(1).outcome, Outcome::kDeadlineExceeded);
@@ -351,9 +405,15 @@ TEST(InferenceCoreFailures, RequestsExpireInTheQueueWhileTheLaneIsBusyAndNeverRu
 
 TEST(InferenceCoreFailures, RejectsABadConfiguration) {
   EXPECT_THROW(InferenceCore({}, CoreConfig{}), Error);
-  EXPECT_THROW(InferenceCore({{"a", "1", nullptr, nullptr}}, CoreConfig{}), Error);
+  ModelSpec no_executors;
+  no_executors.info.name = "a";
+  no_executors.info.max_audio_seconds = 10;
+  EXPECT_THROW(InferenceCore({no_executors}, CoreConfig{}), Error);
   auto fn = [](int) { return std::make_unique<FnRunner>([](const auto& c) { return std::vector<asr::Transcript>(c.size()); }); };
-  EXPECT_THROW(InferenceCore({{"a", "1", nullptr, fn}, {"a", "1", nullptr, fn}}, CoreConfig{}), Error);
+  EXPECT_THROW(InferenceCore({lane_model("a", 1, fn), lane_model("a", 1, fn)}, CoreConfig{}), Error);
+  ModelSpec b = lane_model("b", 1, fn);
+  b.info.aliases = {"a"};  // an alias may not take another model's name
+  EXPECT_THROW(InferenceCore({lane_model("a", 1, fn), b}, CoreConfig{}), Error);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "steno/serve/batch.h"
 #include "steno/serve/completion.h"
 #include "steno/serve/rate_meter.h"
 
@@ -42,21 +43,6 @@ struct BatcherConfig {
   bool spread_over_idle_executors = false;
   void validate() const;         // throws steno::Error(kInvalidArgument) naming the bad field
 };
-
-// A batch cut from the queue, owned by the executor that runs it.
-struct Batch {
-  std::vector<std::unique_ptr<TranscriptionRequest>> requests;
-  std::vector<Clock::time_point> enqueued;  // when each request entered the queue (its queue time starts there)
-  Clock::time_point formed;
-  double padding_waste = 0;
-};
-
-// 1 - sum / (n x max) of the clip lengths; 0 for an empty batch or all-empty clips.
-double padding_waste(std::span<const int64_t> lengths);
-
-// Moves the first `n` requests of `batch` (with their queue times) into a batch of their own; both keep `formed`
-// and get their own padding waste. Executors split batches to retry them smaller.
-Batch split_front(Batch& batch, size_t n);
 
 // What the grouping needs to know about a queued request.
 struct QueuedItem {

@@ -1,11 +1,12 @@
-// The one place a request is finished: its metrics, its log line, then its `done` callback. Every path (admission,
-// expiry, executors) goes through a RequestCompleter, so the counts and logs agree with what clients saw.
+// The one place a request is finished: its statistics, its log line, then its answer. Every path (submission,
+// admission, expiry, executors) goes through a RequestCompleter, so the counts and logs agree with what clients
+// saw, whatever the protocol.
 #pragma once
 
 #include <string>
 
 #include "steno/serve/completion.h"
-#include "steno/serve/metrics.h"
+#include "steno/serve/statistics.h"
 
 namespace steno::serve {
 
@@ -16,15 +17,16 @@ std::string request_log_line(const TranscriptionRequest& request, const Transcri
 
 class RequestCompleter {
  public:
-  // `metrics` null: the request has no per-model series (an unknown model).
-  explicit RequestCompleter(ModelMetrics* metrics) : metrics_(metrics) {}
+  // `stats` null: the request has no per-model series (an unknown model).
+  explicit RequestCompleter(ModelStatistics* stats) : stats_(stats) {}
 
-  // Records, logs at info level, and calls `done` (an exception from it is logged, never passed to the caller:
-  // executors must go on serving).
+  // Fills in what the response carries from the request (model, warnings, audio seconds, input time), records it,
+  // logs it at info level, and calls `done`, whose run time is the answer's compute_output (an exception from it
+  // is logged, never passed to the caller: executors must go on serving).
   void operator()(Completion c) const;
 
  private:
-  ModelMetrics* metrics_;
+  ModelStatistics* stats_;
 };
 
 }  // namespace steno::serve

@@ -1,17 +1,16 @@
 // A request leaving the inference core: the request (owned, so it can be completed only once) and its response.
 // Every path that finishes a request -- a rejection at admission, expiry in the queue, a finished or failed batch
-// -- produces a Completion and hands it to one CompleteFn, which records metrics, logs, and calls `done`.
+// -- produces a Completion and hands it to one CompleteFn (the model's RequestCompleter), which records the
+// statistics, logs, and answers the client.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <string>
 
-#include "steno/serve/service.h"
+#include "steno/serve/request.h"
 
 namespace steno::serve {
-
-// TranscriptionRequest::pcm's rate (the contract of service.h).
-inline constexpr int kPcmSampleRate = 16000;
 
 struct Completion {
   std::unique_ptr<TranscriptionRequest> request;

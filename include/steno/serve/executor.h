@@ -1,106 +1,77 @@
-// Executors in the `lanes` and `green` modes of design.md §4: N threads in the serving process, each pulling
-// batches from one model's DynamicBatcher and running them on its own BatchRunner (its own ops::Context -- CPU
-// threads, a CUDA stream, or a stream of a green context -- and Transcriber), all over one shared, read-only
-// AsrModel -- one copy of the weights.
+// One executor: a thing that runs batches of one model -- a lane (a thread of this process with its own CUDA
+// stream or CPU threads; lanes.h), a green lane (a lane on SMs of its own), or a worker process, plain or an MPS
+// client (fleet/worker_executor.h). To the executor pool (executor_pool.h) every kind is the same: it is started,
+// given batches, asked about its health while idle, and stopped. Everything the kinds share -- pulling batches,
+// completing their requests, the out-of-memory policy, replaying what a lost executor was running, restarting it
+// -- happens once, in the pool.
+//
+// Threading: an executor is used from its own pool thread only (start, run, check_idle, stop), except where a
+// method says otherwise.
 #pragma once
 
-#include <atomic>
-#include <functional>
-#include <memory>
-#include <span>
-#include <thread>
+#include <chrono>
+#include <optional>
+#include <string>
 #include <vector>
 
-#include "steno/asr/model.h"
 #include "steno/asr/transcriber.h"
-#include "steno/ops/context.h"
-#include "steno/serve/batcher.h"
-#include "steno/serve/completer.h"
+#include "steno/core/error.h"
+#include "steno/serve/batch.h"
 
 namespace steno::serve {
 
-// Runs one batch on one lane's resources. Used from that lane's thread only.
-class BatchRunner {
+// How an executor went away.
+enum class Loss {
+  kNone,
+  kFault,  // it crashed, hung or broke its protocol: the batch it held may be to blame
+  kGroup,  // it was taken down because another executor of its group faulted (MPS): its batch is not to blame
+};
+
+// How a batch given to an executor ended.
+struct BatchRun {
+  enum class Status { kDone, kFailed, kLost };
+  Status status = Status::kDone;
+  std::vector<asr::Transcript> transcripts;  // kDone: one per request, in order
+  asr::StageTimings timings;                 // kDone: the engine's stages
+  ErrorCode code = ErrorCode::kInternal;     // kFailed: kResourceExhausted means out of memory
+  std::string message;                       // kFailed and kLost: what happened
+  Loss loss = Loss::kNone;                   // kLost
+  std::string how;                           // kLost: "crashed" or "hung", for the client of a poison request
+
+  static BatchRun done(std::vector<asr::Transcript> transcripts, const asr::StageTimings& timings);
+  static BatchRun failed(ErrorCode code, std::string message);
+  static BatchRun lost(Loss loss, std::string how, std::string message);
+};
+
+class Executor {
  public:
-  virtual ~BatchRunner() = default;
-  // One transcript per clip, in order; `timings` receives the batch's stage timings. May throw; out of memory
-  // must be steno::Error with kResourceExhausted (the lane then retries the batch in smaller pieces).
-  virtual std::vector<asr::Transcript> run(const std::vector<std::span<const float>>& clips,
-                                           asr::StageTimings* timings) = 0;
-  // Gives cached scratch memory back (to the driver or the OS) after running out of memory, so that the smaller
+  virtual ~Executor() = default;
+
+  // "lane 0", "worker 2": for logs.
+  virtual const std::string& name() const = 0;
+  // The largest batch it can take (a worker process: what the wire protocol carries).
+  virtual int max_batch_size() const { return 1 << 30; }
+
+  // Brings it up: a lane builds its runner (on this thread: a CPU context's OpenMP settings are per thread), a
+  // worker process is spawned and waited for until it has loaded its model. nullopt when it is up; otherwise why
+  // not, and it stays down (the pool calls again, after a backoff).
+  virtual std::optional<std::string> start() = 0;
+  virtual bool up() const = 0;
+
+  // Runs a batch; never throws. An executor that is lost while running it is down afterwards.
+  virtual BatchRun run(const Batch& batch) = 0;
+
+  // While it waits for work, the pool calls this at least every idle_check_interval(): it looks after the
+  // executor (a worker's heartbeats) and says whether it was lost meanwhile (it is then down).
+  virtual std::chrono::milliseconds idle_check_interval() const { return std::chrono::milliseconds::max(); }
+  virtual Loss check_idle() { return Loss::kNone; }
+
+  // After running out of memory: gives cached scratch memory back (to the driver or the OS), so that the smaller
   // retries find it in one piece. Optional.
   virtual void release_cached_memory() {}
-};
 
-// Makes a lane's runner; called on the lane's own thread (a CPU context's OpenMP settings are per thread).
-using RunnerFactory = std::function<std::unique_ptr<BatchRunner>(int lane)>;
-
-// The Transcriber runner over the shared model, on the model's device: on the CPU, a Context of `threads`
-// threads (0 = default) with `gemm`; on CUDA, a Context of its own (its own stream, memory pool and cuBLASLt
-// workspace) per lane, so the lanes' batches overlap on the GPU over one copy of the weights.
-RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads,
-                                  ops::GemmBackend gemm = ops::GemmBackend::kOneDnn);
-
-// The `green` mode of design.md §4: transcriber_runners on CUDA, each lane's Context on a stream of its own green
-// context of `sms_per_lane` SMs (at least the device's minimum partition and a multiple of its alignment: 8 and 8
-// on sm_90; at most the device's SMs). Lanes x SMs may exceed the device: each partition is carved from the whole
-// device, so they then overlap (logged). Throws kUnavailable without a CUDA build, GPU or driver support for green
-// contexts, kInvalidArgument for a CPU model or a bad SM count; a lane's green context is made on its thread.
-RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int sms_per_lane);
-
-// What a lane does when its runner runs out of memory (kResourceExhausted): it splits the batch in halves and
-// runs them, recursively down to single requests (one that still does not fit fails alone, with a message
-// saying so), and from then on asks the batcher for batches no larger than the half (or the largest batch that
-// ran since it last ran out), so it does not hit the wall on every batch -- unless a request too big even alone
-// explains the failure. The need depends on clip lengths, not
-// only on the count, so after `regrow_after` batches in a row without running out of memory the cap grows back
-// by a quarter (at least 1, up to max_batch_size); a grown cap that runs out goes back to the last size that ran.
-struct OomPolicy {
-  int regrow_after = 100;
-};
-
-struct LaneConfig {
-  int lanes = 1;
-  int threads_per_lane = 0;  // 0: the machine's threads (default_num_threads()) shared out among the lanes
-  ops::GemmBackend gemm = ops::GemmBackend::kOneDnn;
-  int resolved_threads_per_lane() const;
-};
-
-class LaneExecutor {
- public:
-  // Starts `lanes` threads pulling from `batcher` (which must outlive this executor) until it is shut down and
-  // empty. Every request of every batch is completed exactly once through `complete`, also when the runner throws
-  // (kError with the exception's message).
-  LaneExecutor(int lanes, RunnerFactory runners, DynamicBatcher& batcher, RequestCompleter complete,
-               ModelMetrics* metrics, OomPolicy oom = {});
-  ~LaneExecutor();  // shuts the batcher down, lets the lanes finish what is queued, joins them
-  LaneExecutor(const LaneExecutor&) = delete;
-  LaneExecutor& operator=(const LaneExecutor&) = delete;
-
-  // Waits for every lane to finish. Idempotent.
-  void join();
-  int lanes() const { return static_cast<int>(threads_.size()); }
-  // The largest batch `lane` asks for now: max_batch_size until it runs out of memory (OomPolicy).
-  int batch_cap(int lane) const;
-
- private:
-  class Lane;  // one lane's runner and batch cap (executor.cc)
-  void lane_main(int lane);
-  // Runs `batch` (part of one taken from the batcher at `start`), splitting it on out-of-memory; completes
-  // every request of it exactly once. True when a request of it ran out of memory alone.
-  bool run_batch(Lane& lane, Batch& batch, Clock::time_point start);
-  // Completes every request of `batch`, which ran from `start` (the lane took it) to `end`; `d` times its last
-  // run; `transcripts` is empty when they failed with `error`.
-  void complete_batch(Batch& batch, std::vector<asr::Transcript> transcripts, const std::string& error,
-                      const StageDurations& d, Clock::time_point start, Clock::time_point end);
-
-  RunnerFactory runners_;
-  DynamicBatcher& batcher_;
-  RequestCompleter complete_;
-  ModelMetrics* metrics_;
-  OomPolicy oom_;
-  std::unique_ptr<std::atomic<int>[]> caps_;  // per lane, written by the lane, read by batch_cap()
-  std::vector<std::thread> threads_;
+  // Stops it after its last batch (the pool is draining). Idempotent.
+  virtual void stop() = 0;
 };
 
 }  // namespace steno::serve

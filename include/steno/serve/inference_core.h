@@ -1,61 +1,79 @@
-// The inference core behind every front end: a registry of served models, each with its own DynamicBatcher and
-// executors -- lanes in this process, or worker processes (fleet/process_executor.h) -- and the metrics of them
-// all. Implements TranscriptionService (service.h).
+// The inference core behind every front end: the registry of served models (each with its own batcher, executor
+// pool and statistics), the one submission path, and the statistics of them all. Implements the service contract
+// (service.h).
+//
+// A submission's path: its model is resolved (name or alias), its fault tag read (tests only), its audio decoded
+// and checked against the model's limits on the caller's thread, then it is queued in the model's batcher; an
+// executor of the model's pool runs it in a batch; a RequestCompleter records, logs and answers it. A request
+// refused anywhere on the way is answered through the same completer, so every failure a client sees is counted
+// once, the same way, whatever the protocol.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "steno/serve/batcher.h"
 #include "steno/serve/executor.h"
-#include "steno/serve/fleet/process_executor.h"
-#include "steno/serve/metrics.h"
+#include "steno/serve/executor_pool.h"
+#include "steno/serve/lanes.h"
+#include "steno/serve/model_registry.h"
 #include "steno/serve/service.h"
+#include "steno/serve/statistics.h"
+
+namespace prometheus {
+class Registry;
+}  // namespace prometheus
 
 namespace steno::serve {
 
+// What the core needs to serve one model.
 struct ModelSpec {
-  std::string name;           // as clients address it ("steno-tdt-small-en")
-  std::string version = "1";  // the `version` label of its metrics (Triton's model version)
-  std::shared_ptr<const asr::AsrModel> model;
-  RunnerFactory runners;  // empty: CPU Transcriber lanes over `model` (tests inject their own)
-  // Set: the model runs in worker processes that load it themselves (`model` and `runners` are not needed).
-  std::optional<fleet::ProcessExecutorConfig> processes = std::nullopt;
+  // Name, aliases, version and what clients may see of it. The core fills in executors, max_batch_size and
+  // max_queue_delay_us from the fields below.
+  ModelInfo info;
+  BatcherConfig batcher;
+  // Makes the model's executors when the core starts it; `registry` takes any series of their own (the worker
+  // fleet's). Their first start happens inside the core's constructor.
+  std::function<std::vector<std::unique_ptr<Executor>>(prometheus::Registry& registry)> executors;
+  PoolPolicy policy;
+  std::shared_ptr<void> resources;  // kept alive until the executors are gone (an MPS daemon they use)
 };
 
+// A model served by `lanes` lanes over `runners` (lanes.h), with the default batcher and limits: what tests and
+// embedding programs need to serve a runner of their own.
+ModelSpec lane_model(std::string name, int lanes, RunnerFactory runners);
+
 struct CoreConfig {
-  BatcherConfig batcher;
-  LaneConfig lanes;
+  // Tests only: honour Submission::fault (worker processes crash, hang, fault or run out of memory on purpose).
+  bool enable_fault_injection = false;
   std::shared_ptr<prometheus::Registry> registry;  // null: a registry of the core's own
 };
 
 class InferenceCore final : public TranscriptionService {
  public:
-  // Starts every model's batcher and lanes; the first model is the default. Throws steno::Error on a bad
-  // configuration (no models, duplicate names, a model without weights or runners).
-  InferenceCore(std::vector<ModelSpec> models, CoreConfig config);
+  // Starts every model's batcher and executors (waiting until every executor is up); the first model is the
+  // default. Throws steno::Error on a bad configuration (no models, a name or alias taken twice, a model without
+  // executors) and kUnavailable when an executor cannot start.
+  InferenceCore(std::vector<ModelSpec> models, CoreConfig config = {});
   ~InferenceCore() override;  // drains
 
-  void submit(std::unique_ptr<TranscriptionRequest> request) override;
-  std::vector<std::string> models() const override;
-  bool ready() const override;
+  void submit(Submission submission, AnswerFn answer) override;
+  std::vector<ModelInfo> models() const override { return registry_.infos(); }
+  bool ready() const override { return accepting_; }
   void drain() override;
-  std::string render_metrics() const override;
+  std::vector<ModelStatsSnapshot> statistics(const std::vector<std::string>& models) const override;
+  std::string render_metrics() const override { return stats_.render(); }
 
-  ServeMetrics& metrics() { return metrics_; }
-  const CoreConfig& config() const { return config_; }
+  const std::shared_ptr<prometheus::Registry>& registry() const { return stats_.registry(); }
 
  private:
-  struct Served;
-  Served* find(const std::string& name) const;
-
   CoreConfig config_;
-  ServeMetrics metrics_;
-  std::vector<std::unique_ptr<Served>> served_;  // fixed after construction: read without a lock
+  ServeStatistics stats_;
+  ModelRegistry registry_;  // fixed after construction: read without a lock
   std::atomic<bool> accepting_{false};
   std::mutex drain_mu_;  // one drain at a time; later ones wait for it
   bool drained_ = false;

@@ -1,9 +1,12 @@
-// The contract between steno's front ends (HTTP, gRPC) and its inference core (batcher + executors).
+// The service contract: everything a front end (OpenAI over HTTP, KServe v2 over HTTP or gRPC) knows about the
+// inference core behind it. A front end turns its protocol into a Submission, submits it, and renders the one
+// TranscriptionResponse it gets back; model names, audio decoding, admission, batching, statistics and logging all
+// happen behind this interface, the same way for every protocol.
 //
-// A front end decodes and validates untrusted input into a TranscriptionRequest (16 kHz PCM, never raw bytes),
-// submits it, and gets exactly one TranscriptionResponse through the request's `done` callback: success, a
-// rejection (queue full, deadline passed, cancelled, shutting down), or an error. The callback runs on an
-// executor or batcher thread; front ends hand the response back to their own I/O thread from there.
+//   submit(Submission, AnswerFn)   the one way in; the answer always comes, exactly once (possibly before submit
+//                                  returns), on a core thread: front ends hand it to their own I/O from there
+//   models(), resolve_model()      the served models, their aliases and settings (model names as clients send them)
+//   statistics(), render_metrics() what the core counted: KServe statistics, Prometheus text
 #pragma once
 
 #include <atomic>
@@ -11,7 +14,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "steno/asr/transcript.h"
@@ -21,64 +29,180 @@ namespace steno::serve {
 
 using Clock = std::chrono::steady_clock;
 
-// Test-only (`steno serve --enable-fault-injection`, header X-Steno-Fault): what a worker process does when it
-// runs a batch holding the request. See steno/serve/fleet/fault_injection.h.
-enum class InjectedFault : uint8_t { kNone, kCrash, kHang, kDeviceFault, kOom };
+// Why a request was not served. Each protocol's status for it comes from ServeError (below), never from a table of
+// the front end's own.
+enum class Outcome {
+  kOk,
+  kInvalidInput,       // malformed, empty, corrupt audio or request fields
+  kOverLimit,          // audio longer than the model's limit, or a body over the size limit
+  kUnsupportedFormat,  // a container or codec steno does not read (MP4/M4A, WebM)
+  kModelNotFound,      // a name that is neither a served model nor one of its aliases
+  kQueueFull,          // admission refused it: try again later (retry_after_s)
+  kDeadlineExceeded,   // its deadline passed before it could run
+  kCancelled,          // the client went away or cancelled
+  kShuttingDown,       // the server is draining
+  kUnavailable,        // the server cannot serve it now (no model ready, resources missing)
+  kInternal,           // the engine or steno failed: a server fault
+};
+const char* outcome_name(Outcome o);  // "ok", "invalid_input", ...
 
-struct TranscriptionRequest {
-  std::string id;     // unique per request, for logs ("req-42")
-  std::string model;  // the model's name as clients address it
-  std::vector<float> pcm;  // 16 kHz mono in [-1, 1]
-  // Lower values are served first (Triton's convention: 1 is the highest priority; 0 = the default level).
-  int priority = 0;
-  Clock::time_point arrival = Clock::now();
-  Clock::time_point deadline = Clock::time_point::max();  // work not started by then is dropped
-  // Set by the front end when the client goes away; queued work is then dropped without running.
-  std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+// The one error type of the serving layer: what went wrong, in words a client can act on, and the status every
+// protocol gives it. Thrown inside front ends and the core; carried to clients in a TranscriptionResponse.
+class ServeError : public std::runtime_error {
+ public:
+  ServeError(Outcome outcome, const std::string& message, std::string param = {}, double retry_after_s = 0);
 
-  InjectedFault fault = InjectedFault::kNone;  // tests only; kNone unless fault injection is enabled
-  // How many times a batch holding this request was lost to a worker process crashing or hanging: the fleet's
-  // poison detection fails a request alone once it reaches 2 instead of replaying it again.
-  int worker_faults = 0;
+  Outcome outcome() const { return outcome_; }
+  const std::string& param() const { return param_; }  // the request field at fault ("file", "model"), if any
+  double retry_after_s() const { return retry_after_s_; }  // kQueueFull: seconds a client should wait
 
-  struct Response;
-  std::function<void(Response)> done;  // called exactly once
+  // HTTP: 400, 413, 415, 404, 429, 504, 499 (nginx's "client closed request"), 503, 503, 500.
+  int http_status() const;
+  // gRPC status code numbers (grpc::StatusCode): INVALID_ARGUMENT for bad input of any kind, NOT_FOUND,
+  // RESOURCE_EXHAUSTED, DEADLINE_EXCEEDED, CANCELLED, UNAVAILABLE, INTERNAL.
+  int grpc_code() const;
+  // The machine-readable code OpenAI-style bodies carry ("invalid_input", "model_not_found", ...).
+  const char* code() const { return outcome_name(outcome_); }
+
+ private:
+  Outcome outcome_;
+  std::string param_;
+  double retry_after_s_;
 };
 
-// Why a request was not served (maps to HTTP 429/503/504/499 and gRPC RESOURCE_EXHAUSTED/UNAVAILABLE/...).
-enum class Outcome { kOk, kQueueFull, kDeadlineExceeded, kCancelled, kShuttingDown, kUnknownModel, kError };
-const char* outcome_name(Outcome o);
+// A steno::Error met while reading a client's input (audio decoding, tensor parsing) as a ServeError:
+// kInvalidArgument / kDataLoss -> kInvalidInput, kOutOfRange -> kOverLimit, kUnimplemented -> kUnsupportedFormat,
+// kNotFound -> kModelNotFound, kUnavailable / kResourceExhausted -> kUnavailable, kInternal -> kInternal.
+ServeError serve_error(const Error& e, std::string param = {});
 
+// Triton's failure reason for an outcome other than kOk, the label of nv_inference_request_failure: REJECTED (queue
+// full, deadline, shutting down), CANCELED, BACKEND (the engine failed) or OTHER (the request itself was bad).
+const char* failure_reason(Outcome o);
+
+// Audio as a client sends it: an encoded file (bytes only read during submit), or samples at a rate.
+struct EncodedAudio {
+  std::string_view bytes;
+};
+struct PcmAudio {
+  std::vector<float> samples;  // mono
+  double sample_rate = 0;
+};
+using AudioInput = std::variant<EncodedAudio, PcmAudio>;
+
+// The HTTP header (and gRPC metadata key, in lower case) of Submission::fault.
+inline constexpr std::string_view kFaultHeader = "X-Steno-Fault";
+// The HTTP header (and gRPC trailing metadata key, in lower case) of each of TranscriptionResponse::warnings.
+inline constexpr std::string_view kWarningHeader = "X-Steno-Warning";
+
+// A request from any front end. The core resolves the model, decodes and checks the audio (on the caller's
+// thread: front ends call submit from their work pools, never from an I/O thread), then queues it.
+struct Submission {
+  std::string id;     // for logs ("req-42", "grpc-7")
+  std::string model;  // as the client sent it: a served name or an alias; "" = the default model, if allowed
+  bool default_model_allowed = false;  // OpenAI: a missing `model` means the default; KServe names one always
+  AudioInput audio;
+  std::string audio_field = "file";  // the request field that holds the audio (errors name it): "file", "audio"
+  // Lower values are served first (Triton's convention: 1 is the highest priority; 0 = the default level).
+  int priority = 0;
+  Clock::time_point received = Clock::now();              // when the front end got the request
+  Clock::time_point deadline = Clock::time_point::max();  // work not started by then is dropped
+  std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+  // Test-only fault injection (`steno serve --enable-fault-injection`): the request tag as sent (HTTP header or
+  // gRPC metadata X-Steno-Fault), "" for none. Ignored unless enabled; a bad tag is then kInvalidInput.
+  std::string fault;
+  // Set when the front end found the request malformed before it had audio (a bad tensor, a bad parameter): the
+  // core answers it with this error, counted against the model like every other failure.
+  std::optional<ServeError> refused;
+};
+
+// The time a successful request spent in each stage (Triton's names where it has them).
 struct StageDurations {
-  double queue_ms = 0;       // submit -> batch start: time in the batcher's queue (Triton's queue duration)
-  double compute_ms = 0;     // the batch's features + encoder + decoder + detokenize
+  double queue_ms = 0;    // submit -> batch start: time in the batcher's queue (Triton's queue duration)
+  double compute_ms = 0;  // the batch's features + encoder + decoder + detokenize
   double features_ms = 0, encoder_ms = 0, decoder_ms = 0, detokenize_ms = 0;
 };
 
-struct TranscriptionRequest::Response {
+struct TranscriptionResponse {
   Outcome outcome = Outcome::kOk;
-  std::string message;          // for everything but kOk: what happened, for the client
-  double retry_after_s = 0;     // kQueueFull: a hint for Retry-After
-  asr::Transcript transcript;   // kOk only
+  std::string message;       // for everything but kOk: what happened, for the client
+  std::string param;         // the request field at fault, if any
+  double retry_after_s = 0;  // kQueueFull: a hint for Retry-After
+  std::string model;         // the served model's name (an unknown one: the name as sent)
+  asr::Transcript transcript;  // kOk only
   StageDurations durations;
-  int batch_size = 0;           // the batch this request ran in
+  int batch_size = 0;            // the batch this request ran in
+  double audio_seconds = 0;      // of the decoded audio (0 when it was not decoded)
+  double input_ms = 0;           // decoding and checking the audio
+  // What the client should know although it was served: audio that ended before its header said ("truncated:
+  // ..."). Front ends pass them on (HTTP: the x-steno-warning header and a `warnings` field).
+  std::vector<std::string> warnings;
+
+  bool ok() const { return outcome == Outcome::kOk; }
+  ServeError error() const { return ServeError(outcome, message, param, retry_after_s); }  // !ok() only
 };
-using TranscriptionResponse = TranscriptionRequest::Response;
+
+// Called exactly once per submission. Its run time counts as the request's compute_output (rendering the answer).
+using AnswerFn = std::function<void(TranscriptionResponse)>;
+
+// A served model as clients and front ends see it.
+struct ModelInfo {
+  std::string name;                  // as clients address it
+  std::string version = "1";         // KServe's model version
+  std::vector<std::string> aliases;  // other names clients may use for it (every protocol)
+  std::string platform;              // KServe platform: "steno_fastconformer_tdt"
+  bool on_gpu = false;               // KServe instance kind: KIND_GPU or KIND_CPU
+  std::string device;                // "cpu", "cuda:0"
+  std::string share;                 // how its executors share the device: lanes, processes, mps, green
+  int executors = 0;                 // lanes or worker processes
+  int max_batch_size = 0;
+  int64_t max_queue_delay_us = 0;
+  double max_audio_seconds = 0;      // longer audio is refused (kOverLimit)
+  int sample_rate = 16000;           // what the model hears (audio at other rates is resampled)
+};
+
+// One model's statistics at one moment, in the shape of KServe's statistics extension (Triton's names).
+struct StatDuration {
+  uint64_t count = 0, ns = 0;
+};
+struct BatchSizeStats {
+  int batch_size = 0;
+  StatDuration compute_input, compute_infer, compute_output;
+};
+struct ModelStatsSnapshot {
+  std::string name;
+  std::string version = "1";
+  uint64_t last_inference_ms = 0;  // since the epoch; 0 = never
+  uint64_t inference_count = 0;    // requests run
+  uint64_t execution_count = 0;    // batches run
+  StatDuration success, fail, queue, compute_input, compute_infer, compute_output;
+  std::vector<BatchSizeStats> batches;  // by increasing batch size
+};
 
 // What front ends call. Implemented by the inference core; thread-safe.
 class TranscriptionService {
  public:
   virtual ~TranscriptionService() = default;
-  // Takes ownership; `done` is always called (possibly before submit returns, e.g. when the queue is full).
-  virtual void submit(std::unique_ptr<TranscriptionRequest> request) = 0;
-  // Names of the models served (the first is the default).
-  virtual std::vector<std::string> models() const = 0;
+  virtual void submit(Submission submission, AnswerFn answer) = 0;
+  // The served models; the first is the default.
+  virtual std::vector<ModelInfo> models() const = 0;
   virtual bool ready() const = 0;
   // Stops taking requests, finishes what is queued and running, then returns.
   virtual void drain() = 0;
-  // The metrics in Prometheus' text exposition format (the body of GET /metrics; Content-Type
-  // "text/plain; version=0.0.4"). Empty when the implementation keeps none (test doubles need not override it).
-  virtual std::string render_metrics() const { return {}; }
+  // Statistics of the named (served) models, in order.
+  virtual std::vector<ModelStatsSnapshot> statistics(const std::vector<std::string>& models) const = 0;
+  // The metrics in Prometheus' text exposition format (the body of GET /metrics).
+  virtual std::string render_metrics() const = 0;
 };
+
+// The index of the model `name` means among `models`: a served name or an alias of one (exact, case-sensitive);
+// "" is the first (the default) where `default_allowed`. nullopt when there is none.
+std::optional<size_t> find_model_index(std::span<const ModelInfo> models, std::string_view name,
+                                       bool default_allowed);
+
+// The served model a client means by `name`: a served name or an alias of one (exact, case-sensitive); "" is the
+// default model where `default_allowed`. Anything else throws kModelNotFound listing what is served.
+ModelInfo resolve_model(const TranscriptionService& service, std::string_view name, bool default_allowed);
+// The kModelNotFound error for `name`, listing `models` with their aliases.
+ServeError unknown_model(std::span<const ModelInfo> models, std::string_view name);
 
 }  // namespace steno::serve

@@ -46,26 +46,6 @@ FleetMetrics::FleetMetrics(prometheus::Registry& registry, const std::string& mo
              .Help("Worker processes started and ready")
              .Register(registry)
              .Add(labels);
-  replayed_ = &prometheus::BuildCounter()
-                   .Name("steno_replayed_requests_total")
-                   .Help("Requests run again after the worker running them was lost")
-                   .Register(registry)
-                   .Add(labels);
-  poisoned_ = &prometheus::BuildCounter()
-                   .Name("steno_poisoned_requests_total")
-                   .Help("Requests failed alone after crashing or hanging workers twice")
-                   .Register(registry)
-                   .Add(labels);
-  splits_ = &prometheus::BuildCounter()
-                 .Name("steno_batch_splits_total")
-                 .Help("Batches split in halves and retried after running out of memory")
-                 .Register(registry)
-                 .Add(labels);
-  cap_ = &prometheus::BuildGauge()
-              .Name("steno_batch_cap")
-              .Help("The largest batch the executor currently asks for")
-              .Register(registry)
-              .Add(labels);
   shared_weights_ = &prometheus::BuildGauge()
                          .Name("steno_shared_weight_bytes")
                          .Help("Device weights the worker processes share as one copy (0: not shared)")
@@ -86,10 +66,6 @@ FleetMetrics::FleetMetrics(prometheus::Registry& registry, const std::string& mo
 void FleetMetrics::worker_restarted(RestartReason reason) { restarts_[static_cast<size_t>(reason)]->Increment(); }
 void FleetMetrics::worker_up() { up_->Increment(); }
 void FleetMetrics::worker_down() { up_->Decrement(); }
-void FleetMetrics::requests_replayed(int n) { replayed_->Increment(n); }
-void FleetMetrics::request_poisoned() { poisoned_->Increment(); }
-void FleetMetrics::batch_split() { splits_->Increment(); }
-void FleetMetrics::set_batch_cap(int cap) { cap_->Set(cap); }
 void FleetMetrics::set_shared_weight_bytes(uint64_t bytes) { shared_weights_->Set(static_cast<double>(bytes)); }
 
 void FleetMetrics::set_worker_memory(int worker, uint64_t host_bytes, uint64_t device_bytes) {

@@ -17,7 +17,7 @@
 #include "steno/asr/model.h"
 #include "steno/core/cuda_fault.h"
 #include "steno/core/nvml.h"
-#include "steno/serve/executor.h"
+#include "steno/serve/lanes.h"
 #include "steno/serve/fleet/fault_injection.h"
 #include "steno/serve/fleet/framed_socket.h"
 #include "steno/serve/fleet/shared_pcm.h"

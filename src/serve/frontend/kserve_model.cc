@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "steno/core/error.h"
-#include "steno/serve/frontend/audio_input.h"
 
 namespace steno::serve {
 namespace {
@@ -29,8 +28,8 @@ std::optional<double> number_param(const nlohmann::json& params, const char* key
   fail(ErrorCode::kInvalidArgument, "parameter '{}' must be a number", key);
 }
 
-// The audio of the request's one input, as 16 kHz PCM.
-std::vector<float> input_audio(const InferRequestBody& body, double max_s) {
+// The audio of the request's one input, as the client sent it (the core decodes and checks it).
+AudioInput input_audio(const InferRequestBody& body) {
   if (body.inputs.size() != 1)
     fail(ErrorCode::kInvalidArgument, "expected exactly one input ('{}'), got {}", kAudioInput, body.inputs.size());
   const InferTensor& in = body.inputs.front();
@@ -43,7 +42,7 @@ std::vector<float> input_audio(const InferRequestBody& body, double max_s) {
            "input '{}' of datatype BYTES must hold exactly one element (one encoded audio file), shape [1]; got "
            "shape [{}]",
            kAudioInput, fmt::join(in.shape, ", "));
-    return decode_upload(in.bytes.front(), max_s);
+    return EncodedAudio{in.bytes.front()};
   }
   if (in.datatype == "FP32") {
     const bool ok_shape = in.shape.size() == 1 || (in.shape.size() == 2 && in.shape[0] == 1);
@@ -56,7 +55,7 @@ std::vector<float> input_audio(const InferRequestBody& body, double max_s) {
     if (!rate)
       fail(ErrorCode::kInvalidArgument, "FP32 input '{}' needs a 'sample_rate' parameter (e.g. 16000) on the input",
            kAudioInput);
-    return pcm_to_16k(in.fp32, *rate, max_s);
+    return PcmAudio{in.fp32, *rate};
   }
   fail(ErrorCode::kInvalidArgument,
        "input '{}' has datatype {}; expected BYTES (an encoded audio file) or FP32 (PCM with a sample_rate "
@@ -96,7 +95,7 @@ const std::vector<std::string>& kserve_output_names() {
 
 bool is_served_version(std::string_view version) { return version.empty() || version == kModelVersion; }
 
-PreparedInference prepare_inference(const InferRequestBody& body, double max_audio_seconds) {
+PreparedInference prepare_inference(const InferRequestBody& body) {
   PreparedInference p;
   p.outputs = wanted_outputs(body);  // before the audio: a typo in an output name costs no decoding
   if (const auto priority = number_param(body.parameters, "priority")) {
@@ -110,7 +109,7 @@ PreparedInference prepare_inference(const InferRequestBody& body, double max_aud
       fail(ErrorCode::kInvalidArgument, "parameter 'timeout' must be a positive number of microseconds");
     p.timeout = std::chrono::microseconds(static_cast<int64_t>(std::min(*timeout_us, 1e15)));
   }
-  p.pcm = input_audio(body, max_audio_seconds);
+  p.audio = input_audio(body);
   return p;
 }
 

@@ -45,6 +45,10 @@ struct InferCall::CallState {
 
 namespace {
 
+// The metadata keys of service.h's kFaultHeader and kWarningHeader (gRPC metadata keys are lower case).
+constexpr const char* kFaultHeaderKey = "x-steno-fault";
+constexpr const char* kWarningHeaderKey = "x-steno-warning";
+
 // The client's gRPC deadline in the core's clock; max() when it set none.
 Clock::time_point client_deadline(const ::grpc::CallbackServerContext& call, Clock::time_point now) {
   const auto deadline = call.deadline();
@@ -57,55 +61,44 @@ void log_failure(const std::string& id, const std::string& model, const Status& 
   spdlog::info("{} ModelInfer {}: {} {}", id, model, status_code_name(status.error_code()), status.error_message());
 }
 
-// On the work pool: decode and check the audio, then hand the request to the core.
-void decode_and_submit(const std::shared_ptr<GrpcContext>& ctx, const std::shared_ptr<InferCall::CallState>& state,
-                       InferRequestBody body, std::string model, std::string id, Clock::time_point received,
-                       Clock::time_point deadline) {
-  if (state->cancelled->load()) {  // OnCancel has finished the call: nothing to decode for
-    ctx->stats->record_rejected(model, received);
-    return;
-  }
+// On the work pool: hand the request to the service (which decodes its audio here), and finish the call from its
+// answer.
+void submit(const std::shared_ptr<GrpcContext>& ctx, const std::shared_ptr<InferCall::CallState>& state,
+            InferRequestBody body, Submission submission) {
   PreparedInference prepared;
-  try {
-    prepared = prepare_inference(body, ctx->options.max_audio_seconds);
-  } catch (const Error& e) {
-    ctx->stats->record_rejected(model, received);
-    const Status status = status_from_error(e);
-    log_failure(id, model, status);
-    state->finish(status);
-    return;
+  if (state->cancelled->load()) {  // OnCancel has finished the call: nothing to decode for
+    submission.refused = ServeError(Outcome::kCancelled, "the call was cancelled before its audio was decoded");
+  } else if (!submission.refused) {
+    try {
+      prepared = prepare_inference(body);  // its audio is a view into `body`, alive until submit returns
+      submission.audio = std::move(prepared.audio);
+      submission.priority = prepared.priority;
+      if (prepared.timeout) submission.deadline = std::min(submission.deadline, submission.received + *prepared.timeout);
+    } catch (const Error& e) {
+      submission.refused = serve_error(e);
+    }
   }
-  const double input_ms = ms_since(received);
-  auto req = std::make_unique<TranscriptionRequest>();
-  req->id = id;
-  req->model = model;
-  req->pcm = std::move(prepared.pcm);
-  req->priority = prepared.priority;
-  req->arrival = received;
-  req->deadline = prepared.timeout ? std::min(deadline, received + *prepared.timeout) : deadline;
-  req->cancelled = state->cancelled;
-  req->done = [ctx, state, model, id, received, input_ms, client_id = body.id.value_or(""),
-               outputs = std::move(prepared.outputs)](TranscriptionResponse response) {
-    if (response.outcome != Outcome::kOk) {
-      ctx->stats->record_answer(model, response, received, input_ms, 0);
-      const Rejection r = status_from_outcome(response);
-      log_failure(id, model, r.status);
-      state->finish(r.status, [&] {
-        if (r.retry_after_s > 0) state->call->AddTrailingMetadata(kRetryAfterKey, std::to_string(r.retry_after_s));
+  AnswerFn answer = [state, client_id = body.id.value_or(""), outputs = std::move(prepared.outputs),
+                     id = submission.id](TranscriptionResponse r) {
+    const auto add_warnings = [&] {
+      for (const std::string& w : r.warnings) state->call->AddTrailingMetadata(kWarningHeaderKey, w);
+    };
+    if (!r.ok()) {
+      const ServeError e = r.error();
+      const Status status = grpc_status(e);
+      log_failure(id, r.model, status);
+      state->finish(status, [&] {
+        if (const long after = retry_after_seconds(e); after > 0)
+          state->call->AddTrailingMetadata(kRetryAfterKey, std::to_string(after));
       });
       return;
     }
-    const auto t0 = Clock::now();
-    bool recorded = false;
     state->finish(Status::OK, [&] {
-      fill_infer_response(model, client_id, make_outputs(response.transcript, outputs), state->response);
-      // Counted before the reply leaves, as over HTTP: a client holding its answer finds it in the statistics.
-      ctx->stats->record_answer(model, response, received, input_ms, ms_since(t0));
-      recorded = true;
+      add_warnings();
+      fill_infer_response(r.model, client_id, make_outputs(r.transcript, outputs), state->response);
     });
-    if (!recorded) ctx->stats->record_answer(model, response, received, input_ms, ms_since(t0));
   };
-  ctx->service.submit(std::move(req));
+  ctx->service.submit(std::move(submission), std::move(answer));
 }
 
 }  // namespace
@@ -126,35 +119,38 @@ InferCall::InferCall(::grpc::CallbackServerContext* call, inference::ModelInferR
 }
 
 void InferCall::begin(std::shared_ptr<GrpcContext> ctx, const inference::ModelInferRequest& request) {
-  const auto received = Clock::now();
+  Submission submission;
+  submission.received = Clock::now();
   if (auto denied = check_api_key(*state_->call, ctx->options.api_key)) {
     state_->finish(*denied);
     return;
   }
-  const std::string& model = request.model_name();
-  if (!ctx->serves(model)) {
-    state_->finish(Status(StatusCode::NOT_FOUND, fmt::format("unknown model '{}'", model.substr(0, 128))));
+  try {
+    submission.model = resolve_model(ctx->service, request.model_name(), false).name;  // a name or an alias
+  } catch (const ServeError& e) {
+    state_->finish(grpc_status(e));
     return;
   }
   if (!is_served_version(request.model_version())) {
     state_->finish(Status(StatusCode::NOT_FOUND, fmt::format("model '{}' has no version '{}' (steno serves version 1)",
-                                                             model, request.model_version().substr(0, 64))));
+                                                             submission.model, request.model_version().substr(0, 64))));
     return;
   }
-  const std::string id = ctx->new_request_id();
+  submission.id = ctx->new_request_id();
+  submission.audio_field = kAudioInput;
+  submission.deadline = client_deadline(*state_->call, submission.received);
+  submission.cancelled = state_->cancelled;
+  const auto& metadata = state_->call->client_metadata();
+  if (const auto fault = metadata.find(kFaultHeaderKey); fault != metadata.end())
+    submission.fault.assign(fault->second.data(), fault->second.size());
   InferRequestBody body;
   try {
     body = infer_body_from_proto(request);  // copies the tensors: the message is not touched after this
-  } catch (const Error& e) {
-    ctx->stats->record_rejected(model, received);
-    const Status status = status_from_error(e);
-    log_failure(id, model, status);
-    state_->finish(status);
-    return;
+  } catch (const Error& e) {  // a malformed request of a served model counts as its failure
+    submission.refused = serve_error(e);
   }
-  ctx->pool->post([ctx, state = state_, body = std::move(body), model, id, received,
-                   deadline = client_deadline(*state_->call, received)]() mutable {
-    decode_and_submit(ctx, state, std::move(body), std::move(model), std::move(id), received, deadline);
+  ctx->pool->post([ctx, state = state_, body = std::move(body), submission = std::move(submission)]() mutable {
+    submit(ctx, state, std::move(body), std::move(submission));
   });
 }
 

@@ -24,12 +24,16 @@ const char* const kExtensions[] = {"statistics", "schedule_policy"};
 
 }  // namespace
 
-std::optional<Status> KServeService::check_model(const std::string& name, const std::string& version) const {
-  if (!ctx_->serves(name)) return Status(StatusCode::NOT_FOUND, fmt::format("unknown model '{}'", name.substr(0, 128)));
-  if (!is_served_version(version))
-    return Status(StatusCode::NOT_FOUND, fmt::format("model '{}' has no version '{}' (steno serves version 1)", name,
-                                                     version.substr(0, 64)));
-  return std::nullopt;
+std::variant<ModelInfo, Status> KServeService::find_model(const std::string& name, const std::string& version) const {
+  try {
+    ModelInfo model = resolve_model(ctx_->service, name, false);
+    if (!is_served_version(version))
+      return Status(StatusCode::NOT_FOUND, fmt::format("model '{}' has no version '{}' (steno serves version 1)",
+                                                       model.name, version.substr(0, 64)));
+    return model;
+  } catch (const ServeError& e) {
+    return grpc_status(e);
+  }
 }
 
 // The health probes need no API key, as /v2/health/* over HTTP: load balancers call them without credentials.
@@ -51,7 +55,8 @@ std::optional<Status> KServeService::check_model(const std::string& name, const 
                                                       const inference::ModelReadyRequest* request,
                                                       inference::ModelReadyResponse* response) {
   if (auto denied = check_api_key(*call, ctx_->options.api_key)) return finish(call, *denied);
-  if (auto missing = check_model(request->name(), request->version())) return finish(call, *missing);
+  const auto model = find_model(request->name(), request->version());
+  if (const auto* missing = std::get_if<Status>(&model)) return finish(call, *missing);
   response->set_ready(ctx_->service.ready());
   return finish(call, Status::OK);
 }
@@ -70,8 +75,9 @@ std::optional<Status> KServeService::check_model(const std::string& name, const 
                                                          const inference::ModelMetadataRequest* request,
                                                          inference::ModelMetadataResponse* response) {
   if (auto denied = check_api_key(*call, ctx_->options.api_key)) return finish(call, *denied);
-  if (auto missing = check_model(request->name(), request->version())) return finish(call, *missing);
-  fill_model_metadata(kserve_model_metadata(request->name()), response);
+  const auto model = find_model(request->name(), request->version());
+  if (const auto* missing = std::get_if<Status>(&model)) return finish(call, *missing);
+  fill_model_metadata(kserve_model_metadata(std::get<ModelInfo>(model).name), response);
   return finish(call, Status::OK);
 }
 
@@ -88,12 +94,13 @@ std::optional<Status> KServeService::check_model(const std::string& name, const 
   if (auto denied = check_api_key(*call, ctx_->options.api_key)) return finish(call, *denied);
   std::vector<std::string> models;
   if (request->name().empty()) {
-    models = ctx_->service.models();
+    for (const ModelInfo& m : ctx_->service.models()) models.push_back(m.name);
   } else {
-    if (auto missing = check_model(request->name(), request->version())) return finish(call, *missing);
-    models = {request->name()};
+    const auto model = find_model(request->name(), request->version());
+    if (const auto* missing = std::get_if<Status>(&model)) return finish(call, *missing);
+    models = {std::get<ModelInfo>(model).name};
   }
-  fill_model_statistics(ctx_->stats->snapshot(models), response);
+  fill_model_statistics(ctx_->service.statistics(models), response);
   return finish(call, Status::OK);
 }
 

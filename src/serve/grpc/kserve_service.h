@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "grpc_context.h"
 #include "grpc_service.grpc.pb.h"
@@ -36,8 +37,9 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
                                               inference::ModelStatisticsResponse* response) override;
 
  private:
-  // NOT_FOUND unless `name` is served and `version` names its version ("" or "1"); nullopt when it is.
-  std::optional<::grpc::Status> check_model(const std::string& name, const std::string& version) const;
+  // The model `name` (a served name or an alias) means, or NOT_FOUND unless it is served and `version` names its
+  // version ("" or "1").
+  std::variant<ModelInfo, ::grpc::Status> find_model(const std::string& name, const std::string& version) const;
 
   std::shared_ptr<GrpcContext> ctx_;
 };

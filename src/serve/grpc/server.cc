@@ -23,7 +23,6 @@ void validate(const GrpcServerOptions& o) {
   STENO_CHECK(!o.host.empty(), "the gRPC host is empty");
   STENO_CHECK(o.worker_threads >= 1, "worker_threads must be >= 1, got {}", o.worker_threads);
   STENO_CHECK(o.max_message_bytes >= 1, "max_message_bytes must be >= 1");
-  STENO_CHECK(o.max_audio_seconds > 0, "max_audio_seconds must be > 0, got {}", o.max_audio_seconds);
   STENO_CHECK(o.drain_timeout.count() >= 0, "drain_timeout must be >= 0");
 }
 

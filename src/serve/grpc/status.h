@@ -1,10 +1,5 @@
-// How failures become gRPC statuses, and the API-key check on a call's metadata.
-//   steno::Error from the request's content (status_from_error):
-//     kInvalidArgument, kDataLoss, kOutOfRange, kUnimplemented -> INVALID_ARGUMENT (bad or unreadable input, audio
-//     over the limit: the message says which), kNotFound -> NOT_FOUND, kInternal -> INTERNAL, others -> UNAVAILABLE
-//   a rejection by the inference core (status_from_outcome):
-//     kQueueFull -> RESOURCE_EXHAUSTED (+ a retry hint), kDeadlineExceeded -> DEADLINE_EXCEEDED,
-//     kCancelled -> CANCELLED, kShuttingDown -> UNAVAILABLE, kUnknownModel -> NOT_FOUND, kError -> INTERNAL
+// How the service's failures become gRPC statuses (the code is ServeError's: service.h), and the API-key check on
+// a call's metadata.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -21,17 +16,13 @@ namespace steno::serve::rpc {
 // Retry-After header.
 inline constexpr const char* kRetryAfterKey = "retry-after";
 
-::grpc::Status status_from_error(const Error& e);
+// The status of a failure; a queue-full one says in its message when to retry.
+::grpc::Status grpc_status(const ServeError& e);
+// The retry hint in whole seconds for a failure's trailing metadata; 0 when there is none.
+long retry_after_seconds(const ServeError& e);
 
 // "INVALID_ARGUMENT", ...: for logs.
 const char* status_code_name(::grpc::StatusCode code);
-
-struct Rejection {
-  ::grpc::Status status;
-  long retry_after_s = 0;  // > 0: send as trailing metadata kRetryAfterKey
-};
-// `response.outcome` must not be kOk.
-Rejection status_from_outcome(const TranscriptionResponse& response);
 
 // nullopt when the call may proceed: no key is configured, or its `authorization` metadata is "Bearer <key>".
 // Otherwise UNAUTHENTICATED, saying whether the key was missing or wrong.

@@ -8,7 +8,7 @@
 #include "grpc_service.pb.h"
 #include "steno/serve/frontend/infer_tensors.h"
 #include "steno/serve/frontend/kserve_model.h"
-#include "steno/serve/frontend/model_stats.h"
+#include "steno/serve/service.h"
 
 namespace steno::serve::rpc {
 

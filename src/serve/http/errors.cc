@@ -36,49 +36,13 @@ HttpResponse error_response(ApiStyle style, const HttpError& error) {
   return r;
 }
 
-HttpError error_from_outcome(Outcome outcome, const std::string& message, double retry_after_s) {
-  switch (outcome) {
-    case Outcome::kOk:
-      break;
-    case Outcome::kQueueFull: {
-      HttpError e(429, message.empty() ? "the server is at capacity; retry later" : message, "", "queue_full");
-      e.retry_after_s = retry_after_s > 0 ? retry_after_s : 1;
-      return e;
-    }
-    case Outcome::kDeadlineExceeded:
-      return HttpError(504, message.empty() ? "the request's deadline passed before it could run" : message, "",
-                       "deadline_exceeded");
-    case Outcome::kCancelled:
-      return HttpError(499, message.empty() ? "the request was cancelled" : message, "", "cancelled");
-    case Outcome::kShuttingDown:
-      return HttpError(503, message.empty() ? "the server is shutting down" : message, "", "shutting_down");
-    case Outcome::kUnknownModel:
-      return HttpError(404, message.empty() ? "unknown model" : message, "model", "model_not_found");
-    case Outcome::kError:
-      return HttpError(500, message.empty() ? "internal error" : message, "", "internal_error");
-  }
-  return HttpError(500, "internal error: a successful outcome was reported as an error");
+HttpError http_error(const ServeError& e) {
+  HttpError out(e.http_status(), e.what(), e.param(), e.code());
+  if (e.outcome() == Outcome::kQueueFull) out.retry_after_s = e.retry_after_s() > 0 ? e.retry_after_s() : 1;
+  return out;
 }
 
-HttpError error_from_exception(const Error& e, std::string param) {
-  switch (e.code()) {
-    case ErrorCode::kInvalidArgument:
-    case ErrorCode::kDataLoss:
-      return HttpError(400, e.what(), std::move(param), "invalid_input");
-    case ErrorCode::kOutOfRange:
-      return HttpError(413, e.what(), std::move(param), "over_limit");
-    case ErrorCode::kUnimplemented:
-      return HttpError(415, e.what(), std::move(param), "unsupported_format");
-    case ErrorCode::kNotFound:
-      return HttpError(404, e.what(), std::move(param), "not_found");
-    case ErrorCode::kUnavailable:
-    case ErrorCode::kResourceExhausted:
-      return HttpError(503, e.what(), std::move(param), "unavailable");
-    case ErrorCode::kInternal:
-      break;
-  }
-  return HttpError(500, e.what(), std::move(param), "internal_error");
-}
+HttpError error_from_exception(const Error& e, std::string param) { return http_error(serve_error(e, std::move(param))); }
 
 const char* status_reason(int status) {
   switch (status) {

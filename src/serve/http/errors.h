@@ -1,6 +1,7 @@
-// Error responses: which status each failure gets, and the body shape of the API the path belongs to.
+// Error responses: the status each failure gets, and the body shape of the API the path belongs to.
 //   OpenAI (/v1/...):  {"error": {"message", "type", "param", "code"}}   (what the openai SDKs parse)
-//   KServe (others):   {"error": "..."}                                  (serving-protocols.md §2.1)
+//   KServe (others):   {"error": "..."}                                  (KServe v2's error body)
+// The statuses of the service's failures are ServeError's (service.h): this file only renders them.
 #pragma once
 
 #include <string>
@@ -20,14 +21,9 @@ inline HttpResponse error_response(std::string_view path, const HttpError& error
   return error_response(api_style(path), error);
 }
 
-// A rejection from the inference core: kQueueFull -> 429 (+ Retry-After), kDeadlineExceeded -> 504,
-// kShuttingDown -> 503, kUnknownModel -> 404, kCancelled -> 499 (nginx's "client closed request"; the client is
-// normally gone and never reads it), kError -> 500.
-HttpError error_from_outcome(Outcome outcome, const std::string& message, double retry_after_s);
-
-// A steno::Error raised while handling untrusted input (audio decoding, tensor parsing):
-// kInvalidArgument / kDataLoss -> 400, kOutOfRange -> 413 (over a limit: the message names it),
-// kUnimplemented -> 415 (a container or codec steno does not read), kNotFound -> 404, others -> 500.
+// A failure of the service (its status, its code, the field at fault, a retry hint) as an HTTP error.
+HttpError http_error(const ServeError& e);
+// A steno::Error raised while reading a request's content: http_error(serve_error(e, param)).
 HttpError error_from_exception(const Error& e, std::string param = {});
 
 const char* status_reason(int status);

@@ -1,8 +1,9 @@
-// KServe v2 over HTTP (serving-protocols.md §2): health, server and model metadata, model config, statistics and
+// KServe v2 over HTTP: health, server and model metadata, model config, statistics and
 // inference. Every model path also accepts the optional /versions/{version} segment; steno serves version "1".
 #include "kserve_api.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -13,13 +14,12 @@
 namespace steno::serve::http {
 namespace {
 
-// The model a /v2/models/{model}[/versions/{version}] path names; 404 when it is not served.
-std::string model_of(const ApiContext& ctx, const HttpRequest& request) {
-  const std::string& name = request.params.at("model");
-  if (!ctx.serves(name)) throw HttpError(404, fmt::format("unknown model '{}'", name));
+// The model a /v2/models/{model}[/versions/{version}] path names (its name or an alias); 404 when it is not served.
+ModelInfo model_of(const ApiContext& ctx, const HttpRequest& request) {
+  const ModelInfo model = resolve_model(ctx.service, request.params.at("model"), false);
   if (const auto v = request.params.find("version"); v != request.params.end() && !is_served_version(v->second))
-    throw HttpError(404, fmt::format("model '{}' has no version '{}' (steno serves version 1)", name, v->second));
-  return name;
+    throw HttpError(404, fmt::format("model '{}' has no version '{}' (steno serves version 1)", model.name, v->second));
+  return model;
 }
 
 // Registers `pattern` under /v2/models/{model} and /v2/models/{model}/versions/{version}.
@@ -44,11 +44,10 @@ nlohmann::json model_metadata(const std::string& name) {
           {"outputs", tensors_json(m.outputs)}};
 }
 
-nlohmann::json model_config(const ApiContext& ctx, const std::string& name) {
-  const ServerOptions& o = ctx.options;
+nlohmann::json model_config(const ModelInfo& m) {
   auto param = [](const auto& v) { return nlohmann::json{{"string_value", fmt::format("{}", v)}}; };
-  return {{"name", name},
-          {"platform", kKServePlatform},
+  return {{"name", m.name},
+          {"platform", m.platform},
           {"backend", "steno"},
           {"version_policy", {{"latest", {{"num_versions", 1}}}}},
           // 0: clients send one clip per request; steno batches requests itself (dynamic_batching below).
@@ -58,54 +57,92 @@ nlohmann::json model_config(const ApiContext& ctx, const std::string& name) {
            {{{"name", "text"}, {"data_type", "TYPE_STRING"}, {"dims", {1}}},
             {{"name", "words"}, {"data_type", "TYPE_STRING"}, {"dims", {-1}}},
             {{"name", "word_timestamps"}, {"data_type", "TYPE_FP32"}, {"dims", {-1, 2}}}}},
-          {"dynamic_batching",
-           {{"max_queue_delay_microseconds", static_cast<int64_t>(std::llround(o.max_queue_delay_ms * 1000))}}},
-          {"instance_group", {{{"count", o.instance_count}, {"kind", "KIND_CPU"}}}},
+          {"dynamic_batching", {{"max_queue_delay_microseconds", m.max_queue_delay_us}}},
+          {"instance_group", {{{"count", m.executors}, {"kind", m.on_gpu ? "KIND_GPU" : "KIND_CPU"}}}},
           {"parameters",
-           {{"max_batch_size", param(o.max_batch_size)},
-            {"max_audio_seconds", param(o.max_audio_seconds)},
-            {"sample_rate", param(16000)}}}};
+           {{"max_batch_size", param(m.max_batch_size)},
+            {"max_audio_seconds", param(m.max_audio_seconds)},
+            {"sample_rate", param(m.sample_rate)},
+            {"device", param(m.device)},
+            {"share", param(m.share)},
+            {"aliases", param(fmt::format("{}", fmt::join(m.aliases, ",")))}}}};
+}
+
+nlohmann::json duration_json(const StatDuration& d) { return {{"count", d.count}, {"ns", d.ns}}; }
+
+// The statistics extension's JSON: {"model_stats": [...]}.
+nlohmann::json statistics_json(const std::vector<ModelStatsSnapshot>& snapshots) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const ModelStatsSnapshot& s : snapshots) {
+    nlohmann::json batch_stats = nlohmann::json::array();
+    for (const auto& b : s.batches)
+      batch_stats.push_back({{"batch_size", b.batch_size},
+                             {"compute_input", duration_json(b.compute_input)},
+                             {"compute_infer", duration_json(b.compute_infer)},
+                             {"compute_output", duration_json(b.compute_output)}});
+    list.push_back({{"name", s.name},
+                    {"version", s.version},
+                    {"last_inference", s.last_inference_ms},
+                    {"inference_count", s.inference_count},
+                    {"execution_count", s.execution_count},
+                    {"inference_stats",
+                     {{"success", duration_json(s.success)},
+                      {"fail", duration_json(s.fail)},
+                      {"queue", duration_json(s.queue)},
+                      {"compute_input", duration_json(s.compute_input)},
+                      {"compute_infer", duration_json(s.compute_infer)},
+                      {"compute_output", duration_json(s.compute_output)},
+                      {"cache_hit", duration_json({})},
+                      {"cache_miss", duration_json({})}}},
+                    {"response_stats", nlohmann::json::object()},
+                    {"batch_stats", batch_stats},
+                    {"memory_usage", nlohmann::json::array()}});
+  }
+  return {{"model_stats", list}};
+}
+
+std::vector<std::string> names_of(const std::vector<ModelInfo>& models) {
+  std::vector<std::string> names;
+  for (const ModelInfo& m : models) names.push_back(m.name);
+  return names;
+}
+
+// The Inference-Header-Content-Length header: the JSON part's length in a binary request; nullopt when absent.
+std::optional<size_t> json_header_length(const HttpRequest& request) {
+  if (!request.has_header("Inference-Header-Content-Length")) return std::nullopt;
+  const std::string text(request.header("Inference-Header-Content-Length"));
+  size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || text[0] == '-')
+    throw ServeError(Outcome::kInvalidInput, fmt::format("Inference-Header-Content-Length '{}' is not a byte count", text));
+  return static_cast<size_t>(v);
 }
 
 void infer(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Responder respond) {
-  const auto received = Clock::now();
-  const std::string model = model_of(*ctx, request);
   Submission submission;
+  submission.received = Clock::now();
+  submission.model = model_of(*ctx, request).name;
+  submission.audio_field = kAudioInput;
+  InferRequestBody body;  // the audio is a view into it: it lives until submit returns
   PreparedInference prepared;
-  std::optional<std::string> id;
   try {
-    std::optional<size_t> json_length;
-    if (request.has_header("Inference-Header-Content-Length")) {
-      const std::string text(request.header("Inference-Header-Content-Length"));
-      size_t used = 0;
-      unsigned long long v = 0;
-      try {
-        v = std::stoull(text, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used == 0 || used != text.size() || text[0] == '-')
-        throw HttpError(400, fmt::format("Inference-Header-Content-Length '{}' is not a byte count", text));
-      json_length = static_cast<size_t>(v);
-    }
-    const InferRequestBody body = parse_infer_request(request.body, json_length);
-    id = body.id;
-    prepared = prepare_inference(body, ctx->options.max_audio_seconds);
-  } catch (const HttpError&) {
-    ctx->stats->record_rejected(model, received);
-    throw;
-  } catch (const Error&) {  // the model's checks and the audio decoding: mapped by error_from_exception
-    ctx->stats->record_rejected(model, received);
-    throw;
+    body = parse_infer_request(request.body, json_header_length(request));
+    prepared = prepare_inference(body);
+    submission.audio = std::move(prepared.audio);
+    submission.priority = prepared.priority;
+    if (prepared.timeout) submission.deadline = submission.received + *prepared.timeout;
+  } catch (const ServeError& e) {  // a malformed request of a served model counts as its failure
+    submission.refused = e;
+  } catch (const Error& e) {
+    submission.refused = serve_error(e);
   }
-  submission.model = model;
-  submission.pcm = std::move(prepared.pcm);
-  submission.priority = prepared.priority;
-  if (prepared.timeout) submission.deadline = received + *prepared.timeout;
-  submission.received = received;
-  submission.input_ms = ms_since(received);
-  RenderFn render = [model, id, outputs = std::move(prepared.outputs)](const TranscriptionResponse& r) {
-    return encode_infer_response(model, id, make_outputs(r.transcript, outputs));
+  RenderFn render = [id = body.id, outputs = std::move(prepared.outputs)](const TranscriptionResponse& r) {
+    return encode_infer_response(r.model, id, make_outputs(r.transcript, outputs));
   };
   submit_transcription(ctx, request, ApiStyle::kKServe, std::move(submission), std::move(render), std::move(respond));
 }
@@ -129,20 +166,20 @@ void add_kserve_routes(Router& router, const std::shared_ptr<ApiContext>& ctx) {
   });
   // Before /v2/models/{model}: "stats" is the all-models statistics, not a model's name.
   router.add("GET", "/v2/models/stats", [ctx](HttpRequest&, Responder respond) {
-    respond(HttpResponse::json(200, ctx->stats->to_json(ctx->service.models()).dump()));
+    respond(HttpResponse::json(200, statistics_json(ctx->service.statistics(names_of(ctx->service.models()))).dump()));
   });
   add_model_route(router, "GET", "", [ctx](HttpRequest& request, Responder respond) {
-    respond(HttpResponse::json(200, model_metadata(model_of(*ctx, request)).dump()));
+    respond(HttpResponse::json(200, model_metadata(model_of(*ctx, request).name).dump()));
   });
   add_model_route(router, "GET", "/ready", [ctx](HttpRequest& request, Responder respond) {
     model_of(*ctx, request);
     respond(HttpResponse::empty(ctx->service.ready() ? 200 : 400));
   });
   add_model_route(router, "GET", "/config", [ctx](HttpRequest& request, Responder respond) {
-    respond(HttpResponse::json(200, model_config(*ctx, model_of(*ctx, request)).dump()));
+    respond(HttpResponse::json(200, model_config(model_of(*ctx, request)).dump()));
   });
   add_model_route(router, "GET", "/stats", [ctx](HttpRequest& request, Responder respond) {
-    respond(HttpResponse::json(200, ctx->stats->to_json({model_of(*ctx, request)}).dump()));
+    respond(HttpResponse::json(200, statistics_json(ctx->service.statistics({model_of(*ctx, request).name})).dump()));
   });
   add_model_route(
       router, "POST", "/infer",

@@ -6,13 +6,14 @@
 #include <cstring>
 
 #include "steno/core/error.h"
+#include "steno/serve/service.h"
 
 namespace steno::serve::http {
 namespace {
 
 constexpr int kMaxNesting = 8;  // nested "data" arrays deeper than any real tensor are refused, not recursed into
 
-HttpError bad(std::string message) { return HttpError(400, std::move(message)); }
+ServeError bad(const std::string& message) { return ServeError(Outcome::kInvalidInput, message); }
 
 // Appends the leaves of a (possibly nested) JSON array to `out`.
 void flatten(const nlohmann::json& data, int depth, const std::string& input, std::vector<const nlohmann::json*>& out) {
@@ -24,8 +25,8 @@ void flatten(const nlohmann::json& data, int depth, const std::string& input, st
   for (const auto& d : data) flatten(d, depth + 1, input, out);
 }
 
-// The shared raw-data decoding (frontend/infer_tensors.h) throws steno::Error; this parser's contract is an
-// HttpError 400 for every malformed body.
+// The shared raw-data decoding (frontend/infer_tensors.h) throws steno::Error; this parser's contract is a
+// ServeError(kInvalidInput) for every malformed body.
 template <typename F>
 void as_bad_request(F&& f) {
   try {

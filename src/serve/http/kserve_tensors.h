@@ -1,7 +1,6 @@
-// KServe v2 inference requests and responses over HTTP: the JSON form and the binary tensor extension
-// (serving-protocols.md §2.2-2.3), to and from the wire-neutral tensors of frontend/infer_tensors.h. Parsing
-// checks structure only (every malformed body -> a 400 with a message naming the field: an HttpError, or a
-// steno::Error(kInvalidArgument) from the shared raw-data decoding); what the model accepts is checked by
+// KServe v2 inference requests and responses over HTTP: the JSON form and the binary tensor extension, to and
+// from the wire-neutral tensors of frontend/infer_tensors.h. Parsing checks structure only (every malformed body ->
+// a ServeError(kInvalidInput), 400, with a message naming the field); what the model accepts is checked by
 // frontend/kserve_model.h.
 #pragma once
 

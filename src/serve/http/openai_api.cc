@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "header_value.h"
-#include "steno/serve/frontend/audio_input.h"
 #include "steno/serve/http/multipart.h"
 #include "transcript_formats.h"
 
@@ -35,13 +34,13 @@ struct TranscriptionForm {
   VerboseContent verbose;
 };
 
-TranscriptionForm read_form(const ApiContext& ctx, const std::vector<MultipartPart>& parts) {
+TranscriptionForm read_form(const std::vector<MultipartPart>& parts) {
   TranscriptionForm form;
   form.file = find_part(parts, "file");
   if (!form.file)
     throw HttpError(400, "missing required field 'file': send the audio as a multipart file field named 'file'",
                     "file", "missing_field");
-  form.model = ctx.resolve_model(field(parts, "model"));
+  form.model = field(parts, "model");  // resolved by the service: a served name, an alias, or "" (the default)
 
   if (const std::string language = to_lower(field(parts, "language")); !language.empty() && language != "en")
     throw bad_field("language", fmt::format("language '{}' is not supported: steno's model transcribes English "
@@ -116,30 +115,28 @@ void transcribe(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Re
   } catch (const Error& e) {
     throw HttpError(400, fmt::format("malformed multipart body: {}", e.what()), "", "invalid_multipart");
   }
-  const TranscriptionForm form = read_form(*ctx, parts);
+  const TranscriptionForm form = read_form(parts);
 
   Submission submission;
   submission.model = form.model;
+  submission.default_model_allowed = true;
+  submission.audio = EncodedAudio{form.file->data};  // the body outlives the call: the service decodes it now
+  submission.audio_field = "file";
   submission.received = received;
-  try {
-    submission.pcm = decode_upload(form.file->data, ctx->options.max_audio_seconds);
-  } catch (const Error& e) {
-    ctx->stats->record_rejected(form.model, received);
-    throw error_from_exception(e, "file");
-  }
-  submission.input_ms = ms_since(received);
-  const double audio_seconds = static_cast<double>(submission.pcm.size()) / 16000.0;
-  RenderFn render = [format = form.format, verbose = form.verbose, audio_seconds](const TranscriptionResponse& r) {
-    RenderedBody out = render_transcript(r.transcript, format, audio_seconds, verbose);
+  RenderFn render = [format = form.format, verbose = form.verbose](const TranscriptionResponse& r) {
+    RenderedBody out = render_transcript(r.transcript, format, r.audio_seconds, verbose, r.warnings);
     return HttpResponse::text(200, std::move(out.body), std::move(out.content_type));
   };
   submit_transcription(ctx, request, ApiStyle::kOpenAI, std::move(submission), std::move(render),
                        std::move(respond));
 }
 
-nlohmann::json model_object(const ApiContext& ctx, const std::string& name) {
+// A name clients may use, as OpenAI's model object; an alias says which served model it stands for ("root").
+nlohmann::json model_object(const ApiContext& ctx, const std::string& id, const ModelInfo& model) {
   const auto created = std::chrono::duration_cast<std::chrono::seconds>(ctx.started.time_since_epoch()).count();
-  return {{"id", name}, {"object", "model"}, {"created", created}, {"owned_by", "steno"}};
+  nlohmann::json o = {{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", "steno"}};
+  if (id != model.name) o["root"] = model.name;
+  return o;
 }
 
 }  // namespace
@@ -156,14 +153,13 @@ void add_openai_routes(Router& router, const std::shared_ptr<ApiContext>& ctx) {
   });
   router.add("GET", "/v1/models", [ctx](HttpRequest&, Responder respond) {
     nlohmann::json data = nlohmann::json::array();
-    for (const auto& m : ctx->service.models()) data.push_back(model_object(*ctx, m));
+    // The served models; their aliases are names to send, not models of their own (retrieving one names its root).
+    for (const ModelInfo& m : ctx->service.models()) data.push_back(model_object(*ctx, m.name, m));
     respond(HttpResponse::json(200, nlohmann::json{{"object", "list"}, {"data", data}}.dump()));
   });
   router.add("GET", "/v1/models/{model}", [ctx](HttpRequest& request, Responder respond) {
     const std::string& name = request.params.at("model");
-    if (!ctx->serves(name))
-      throw HttpError(404, fmt::format("model '{}' is not served here", name), "model", "model_not_found");
-    respond(HttpResponse::json(200, model_object(*ctx, name).dump()));
+    respond(HttpResponse::json(200, model_object(*ctx, name, resolve_model(ctx->service, name, false)).dump()));
   });
 }
 

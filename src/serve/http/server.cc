@@ -21,7 +21,6 @@ void validate(const ServerOptions& o) {
   STENO_CHECK(o.worker_threads >= 1, "worker_threads must be >= 1, got {}", o.worker_threads);
   STENO_CHECK(o.max_header_bytes >= 1024, "max_header_bytes must be >= 1024, got {}", o.max_header_bytes);
   STENO_CHECK(o.max_body_bytes >= 1, "max_body_bytes must be >= 1");
-  STENO_CHECK(o.max_audio_seconds > 0, "max_audio_seconds must be > 0, got {}", o.max_audio_seconds);
   STENO_CHECK(o.read_timeout.count() > 0 && o.idle_timeout.count() > 0 && o.write_timeout.count() > 0,
               "timeouts must be > 0");
 }
@@ -35,11 +34,8 @@ class HttpServer::Impl final : public RequestHandler {
     validate(ctx_->options);
     add_openai_routes(router_, ctx_);
     add_kserve_routes(router_, ctx_);
-    // /metrics: the options' callback, else the service's own Prometheus text.
-    std::function<std::string()> metrics = ctx_->options.metrics;
-    if (!metrics) metrics = [ctx = ctx_] { return ctx->service.render_metrics(); };
-    router_.add("GET", "/metrics", [metrics](HttpRequest&, Responder respond) {
-      respond(HttpResponse::text(200, metrics(), "text/plain; version=0.0.4; charset=utf-8"));
+    router_.add("GET", "/metrics", [ctx = ctx_](HttpRequest&, Responder respond) {
+      respond(HttpResponse::text(200, ctx->service.render_metrics(), "text/plain; version=0.0.4; charset=utf-8"));
     });
   }
 
@@ -134,6 +130,10 @@ class HttpServer::Impl final : public RequestHandler {
       if (fault) spdlog::error("{} {} {}: {} {}", request.id, request.method, request.path, e.status, e.what());
       else spdlog::info("{} {} {}: {} {}", request.id, request.method, request.path, e.status, e.what());
       respond(error_response(request.path, e));
+    } catch (const ServeError& e) {
+      const HttpError mapped = http_error(e);
+      spdlog::info("{} {} {}: {} {}", request.id, request.method, request.path, mapped.status, e.what());
+      respond(error_response(request.path, mapped));
     } catch (const Error& e) {
       const HttpError mapped = error_from_exception(e);
       spdlog::info("{} {} {}: {} {}", request.id, request.method, request.path, mapped.status, e.what());

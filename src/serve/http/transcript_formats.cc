@@ -41,10 +41,13 @@ std::string format_cue_time(double seconds, char millis_separator) {
 }
 
 RenderedBody render_transcript(const asr::Transcript& t, ResponseFormat format, double audio_seconds,
-                               VerboseContent verbose) {
+                               VerboseContent verbose, const std::vector<std::string>& warnings) {
   switch (format) {
-    case ResponseFormat::kJson:
-      return {dump({{"text", t.text}}), "application/json"};
+    case ResponseFormat::kJson: {
+      nlohmann::json doc = {{"text", t.text}};
+      if (!warnings.empty()) doc["warnings"] = warnings;
+      return {dump(doc), "application/json"};
+    }
     case ResponseFormat::kText:
       return {t.text + "\n", kText};
     case ResponseFormat::kSrt: {
@@ -91,6 +94,7 @@ RenderedBody render_transcript(const asr::Transcript& t, ResponseFormat format, 
         doc["words"] = std::move(words);
       }
       doc["usage"] = {{"type", "duration"}, {"seconds", round_ms(audio_seconds)}};
+      if (!warnings.empty()) doc["warnings"] = warnings;
       return {dump(doc), "application/json"};
     }
   }

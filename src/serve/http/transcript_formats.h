@@ -3,11 +3,13 @@
 //   text          the text and a newline
 //   srt, vtt      one cue per segment (SubRip / WebVTT)
 //   verbose_json  {task, language, duration, text, segments[...], words[...]}, segments and words on request
+// json and verbose_json add "warnings": [...] when the audio was odd although it was served (it ended early).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "steno/asr/transcript.h"
 
@@ -27,9 +29,10 @@ struct VerboseContent {
   bool words = false;
 };
 
-// `audio_seconds` is the length of the audio the client sent (verbose_json's "duration").
+// `audio_seconds` is the length of the audio the client sent (verbose_json's "duration"). `warnings` (audio that
+// ended early, ...) become a "warnings" array in json and verbose_json; the other formats carry them in headers.
 RenderedBody render_transcript(const asr::Transcript& transcript, ResponseFormat format, double audio_seconds,
-                               VerboseContent verbose = {});
+                               VerboseContent verbose = {}, const std::vector<std::string>& warnings = {});
 
 // "HH:MM:SS,mmm" (SubRip, sep ',') or "HH:MM:SS.mmm" (WebVTT, sep '.').
 std::string format_cue_time(double seconds, char millis_separator);

@@ -109,7 +109,7 @@ TEST(FleetServe, ModesThisMachineCannotRunFailClearly) {
 
   out = run(std::string(STENO_BINARY) + " serve --port 0 --share threads", &rc);
   EXPECT_EQ(rc, 1) << out;
-  EXPECT_NE(out.find("share must be lanes, processes, mps or green"), std::string::npos) << out;
+  EXPECT_NE(out.find("--share: 'threads' is not lanes, processes, mps or green"), std::string::npos) << out;
 
   // One device copy of the weights for worker processes: not for lanes (they share one already), not on the CPU.
   out = run(std::string(STENO_BINARY) + " serve --port 0 --share-weights", &rc);

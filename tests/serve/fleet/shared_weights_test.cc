@@ -19,6 +19,7 @@
 #include "../metrics_text.h"
 #include "steno/audio/decode.h"
 #include "steno/core/cuda.h"
+#include "steno/serve/fleet/worker_executor.h"
 #include "steno/serve/inference_core.h"
 
 namespace steno::serve {
@@ -70,7 +71,7 @@ FleetRun run_fleet(Device device, bool share_weights, int workers, const std::ve
   spdlog::default_logger()->sinks().push_back(sink);
   FleetRun run;
   {
-    fleet::ProcessExecutorConfig f;
+    fleet::WorkerFleetConfig f;
     f.workers = workers;
     f.command.executable = steno_binary();
     f.command.model_dir = std::string(STENO_SOURCE_DIR) + "/models/" + kModelName;
@@ -79,29 +80,30 @@ FleetRun run_fleet(Device device, bool share_weights, int workers, const std::ve
     f.command.threads = 1;
     f.share_weights = share_weights;
     ModelSpec spec;
-    spec.name = kModelName;
-    spec.processes = f;
-    CoreConfig config;
-    config.batcher.max_batch_size = max_batch;
-    config.batcher.max_queue_delay = 5ms;
-    InferenceCore core(std::vector<ModelSpec>{spec}, config);
+    spec.info.name = kModelName;
+    spec.info.max_audio_seconds = 1200;
+    spec.batcher.max_batch_size = max_batch;
+    spec.batcher.max_queue_delay = 5ms;
+    spec.executors = [f](prometheus::Registry& registry) {
+      return fleet::worker_executors(f, std::make_unique<fleet::FleetMetrics>(registry, kModelName, "1", f.workers));
+    };
+    InferenceCore core(std::vector<ModelSpec>{spec});
 
     std::mutex mu;
     std::condition_variable cv;
     size_t answered = 0;
     run.texts.resize(clips.size());
     for (size_t i = 0; i < clips.size(); ++i) {
-      auto r = std::make_unique<TranscriptionRequest>();
-      r->id = "clip-" + std::to_string(i);
-      r->model = kModelName;
-      r->pcm = clips[i].pcm;
-      r->done = [&, i](TranscriptionResponse resp) {
+      Submission s;
+      s.id = "clip-" + std::to_string(i);
+      s.model = kModelName;
+      s.audio = PcmAudio{clips[i].pcm, 16000};
+      core.submit(std::move(s), [&, i](TranscriptionResponse resp) {
         std::lock_guard lock(mu);
         run.texts[i] = resp.outcome == Outcome::kOk ? resp.transcript.text : "error: " + resp.message;
         ++answered;
         cv.notify_all();
-      };
-      core.submit(std::move(r));
+      });
     }
     std::unique_lock lock(mu);
     EXPECT_TRUE(cv.wait_for(lock, 300s, [&] { return answered == clips.size(); }))

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "steno/serve/fleet/process_executor.h"
+#include "steno/serve/fleet/worker_supervisor.h"
 #include "steno/serve/fleet/shared_weights.h"
 #include "steno/serve/fleet/worker_process.h"
 
@@ -24,7 +24,7 @@ bool has_pair(const std::vector<std::string>& args, const std::string& flag, con
 }
 
 TEST(WorkerArguments, SayHowTheWorkerGetsItsWeights) {
-  ProcessExecutorConfig config;
+  WorkerFleetConfig config;
   config.command.model_dir = "/models/m";
   const auto plain = worker_arguments(config, 1);
   EXPECT_EQ(std::count(plain.begin(), plain.end(), "--export-weights"), 0);

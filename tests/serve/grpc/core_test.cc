@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "../metrics_text.h"
+#include "core_server.h"
 #include "grpc_test_util.h"
 #include "steno/serve/inference_core.h"
 
@@ -72,15 +73,11 @@ class GateRunner final : public serve::BatchRunner {
 class GrpcOverTheCore : public ::testing::Test {
  protected:
   GrpcOverTheCore() {
-    serve::CoreConfig config;
-    config.batcher.max_batch_size = 1;
-    config.batcher.max_queue_delay = 0us;
-    config.batcher.max_queue_size = 1;
-    config.lanes.lanes = 1;
-    config.lanes.threads_per_lane = 1;
-    serve::ModelSpec spec{FakeService::kModel, "1", nullptr,
-                          [this](int) { return std::make_unique<GateRunner>(gate_); }};
-    core_ = std::make_unique<serve::InferenceCore>(std::vector<serve::ModelSpec>{spec}, config);
+    serve::ModelSpec spec = core_test_model([this](int) { return std::make_unique<GateRunner>(gate_); });
+    spec.batcher.max_batch_size = 1;
+    spec.batcher.max_queue_delay = 0us;
+    spec.batcher.max_queue_size = 1;
+    core_ = std::make_unique<serve::InferenceCore>(std::vector<serve::ModelSpec>{spec});
     server_ = std::make_unique<GrpcTestServer>(*core_);
     stub_ = server_->stub();
   }

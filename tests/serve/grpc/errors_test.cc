@@ -36,8 +36,9 @@ TEST(GrpcBadInput, Matrix) {
   const std::string flac = file_bytes(audio_path("test-0000001.flac"));
 
   inference::ModelInferRequest r = bytes_request(flac);
-  r.set_model_name("whisper-1");
-  EXPECT_STATUS(infer(*stub, r), StatusCode::NOT_FOUND, "unknown model 'whisper-1'");
+  r.set_model_name("whisper-2");
+  EXPECT_STATUS(infer(*stub, r), StatusCode::NOT_FOUND,
+                "model 'whisper-2' is not served here; available: 'steno-tdt-small-en' (also: whisper-1, default)");
   r = bytes_request(flac);
   r.set_model_version("7");
   EXPECT_STATUS(infer(*stub, r), StatusCode::NOT_FOUND, "no version '7'");
@@ -117,8 +118,8 @@ TEST(GrpcBadInput, Matrix) {
 TEST(GrpcBadInput, LimitsOnMessageSizeAndAudioLength) {
   serve::rpc::GrpcServerOptions o;
   o.max_message_bytes = 1 << 20;  // 1 MiB
-  o.max_audio_seconds = 1.0;      // the clip is 1.75 s
   FakeGrpcServer s(FakeService::Mode::kCanned, o);
+  s.service.set_max_audio_seconds(1.0);  // the clip is 1.75 s
   auto stub = s.server.stub();
   EXPECT_EQ(infer(*stub, bytes_request(std::string(2 << 20, 'x'))).error_code(), StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_STATUS(infer(*stub, bytes_request(file_bytes(audio_path("test-0000001.flac")))),
@@ -143,7 +144,7 @@ TEST(GrpcOutcomes, CoreRejectionsMapToStatusCodes) {
   EXPECT_STATUS(infer(*stub, r), StatusCode::DEADLINE_EXCEEDED, "deadline passed");
   s.service.force_outcome(serve::Outcome::kShuttingDown, "server is shutting down");
   EXPECT_STATUS(infer(*stub, r), StatusCode::UNAVAILABLE, "shutting down");
-  s.service.force_outcome(serve::Outcome::kError, "engine failed");
+  s.service.force_outcome(serve::Outcome::kInternal, "engine failed");
   EXPECT_STATUS(infer(*stub, r), StatusCode::INTERNAL, "engine failed");
   s.service.force_outcome(serve::Outcome::kCancelled, "");
   EXPECT_EQ(infer(*stub, r).error_code(), StatusCode::CANCELLED);

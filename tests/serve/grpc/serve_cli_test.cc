@@ -1,5 +1,6 @@
 // `steno serve --grpc-port` as users run it: the real binary, the real inference core and the bundled model. A
-// gRPC client transcribes a clip; HTTP's statistics and /metrics count that call (one core, one statistics table);
+// gRPC client transcribes clips, naming the model as Triton and OpenAI clients do ("whisper-1", "default": the
+// default aliases); HTTP's statistics and /metrics count those calls and a failed one alike (one core, one count);
 // SIGTERM lets a gRPC call in flight finish and the process exit 0; bad port settings are refused at start.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -78,24 +79,38 @@ TEST(GrpcServeCli, ServesBesideHttpThenDrainsOnSigterm) {
 
   auto stub = inference::GRPCInferenceService::NewStub(::grpc::CreateChannel(
       "127.0.0.1:" + std::to_string(grpc_port), ::grpc::InsecureChannelCredentials()));
+  for (const char* name : {"whisper-1", "default"}) {
+    ::grpc::ClientContext c;
+    prepare(c);
+    inference::ModelInferRequest request = bytes_request(file_bytes(audio_path("test-0000001.flac")));
+    request.set_model_name(name);
+    inference::ModelInferResponse r;
+    const ::grpc::Status st = stub->ModelInfer(&c, request, &r);
+    ASSERT_TRUE(st.ok()) << name << ": " << st.error_message();
+    EXPECT_EQ(r.model_name(), "steno-tdt-small-en") << "the served name answers for its alias " << name;
+    EXPECT_EQ(outputs_of(r)["text"].bytes, std::vector<std::string>{reference_transcripts().at("test-0000001.flac")});
+  }
   {
     ::grpc::ClientContext c;
     prepare(c);
     inference::ModelInferResponse r;
-    const ::grpc::Status st = stub->ModelInfer(&c, bytes_request(file_bytes(audio_path("test-0000001.flac"))), &r);
-    ASSERT_TRUE(st.ok()) << st.error_message();
-    EXPECT_EQ(outputs_of(r)["text"].bytes, std::vector<std::string>{reference_transcripts().at("test-0000001.flac")});
+    EXPECT_EQ(stub->ModelInfer(&c, bytes_request("this is text, not audio"), &r).error_code(),
+              ::grpc::StatusCode::INVALID_ARGUMENT);
   }
-  // One statistics table and one core behind both protocols: HTTP reports the gRPC call.
+  // One core behind both protocols: HTTP reports the gRPC calls, and the failure in both views by the same count.
   int rc = 0;
   const std::string base = "curl -sS http://127.0.0.1:" + std::to_string(http_port);
   const auto stats = nlohmann::json::parse(run(base + "/v2/models/steno-tdt-small-en/stats", &rc), nullptr, false);
   ASSERT_FALSE(stats.is_discarded());
-  EXPECT_EQ(stats["model_stats"][0]["inference_count"], 1);
+  EXPECT_EQ(stats["model_stats"][0]["inference_count"], 2);
+  EXPECT_EQ(stats["model_stats"][0]["inference_stats"]["fail"]["count"], 1);
   const std::string metrics = run(base + "/metrics", &rc);
-  EXPECT_NE(metrics.find("nv_inference_request_success{model=\"steno-tdt-small-en\",version=\"1\"} 1"),
+  EXPECT_NE(metrics.find("nv_inference_request_success{model=\"steno-tdt-small-en\",version=\"1\"} 2"),
             std::string::npos)
       << metrics.substr(0, 2000);
+  EXPECT_NE(metrics.find("nv_inference_request_failure{model=\"steno-tdt-small-en\",reason=\"OTHER\",version=\"1\"} 1"),
+            std::string::npos)
+      << metrics.substr(0, 3000);
 
   // A call in flight when SIGTERM arrives is still answered.
   ::grpc::ClientContext c;

@@ -5,6 +5,7 @@
 #include "steno/asr/model.h"
 #include "steno/asr/transcriber.h"
 #include "steno/ops/context.h"
+#include "steno/serve/audio_input.h"
 
 namespace steno::testing {
 
@@ -28,31 +29,68 @@ asr::Transcript FakeService::canned(double audio_seconds) {
   return t;
 }
 
-serve::TranscriptionResponse FakeService::respond(const serve::TranscriptionRequest& r) {
-  serve::TranscriptionResponse out;
-  out.batch_size = 1;
-  out.durations.compute_ms = 1.0;
-  out.durations.queue_ms = 0.5;
-  if (mode_ == Mode::kTranscribe)
-    out.transcript = transcribe_with_bundled_model(r.pcm);
-  else
-    out.transcript = canned(static_cast<double>(r.pcm.size()) / 16000.0);
+std::vector<serve::ModelInfo> FakeService::models() const {
+  serve::ModelInfo m;
+  m.name = kModel;
+  m.aliases = {"whisper-1", "default"};
+  m.platform = "steno_fastconformer_tdt";
+  m.device = "cpu";
+  m.share = "lanes";
+  m.executors = 1;
+  m.max_batch_size = 1;
+  m.max_audio_seconds = max_audio_seconds_;
+  return {m};
+}
+
+std::vector<serve::ModelStatsSnapshot> FakeService::statistics(const std::vector<std::string>& models) const {
+  std::vector<serve::ModelStatsSnapshot> out;
+  for (const std::string& name : models) out.push_back({.name = name});
   return out;
 }
 
-void FakeService::submit(std::unique_ptr<serve::TranscriptionRequest> request) {
-  std::optional<serve::TranscriptionResponse> forced;
-  {
-    std::lock_guard lock(mu_);
-    seen_.push_back({request->id, request->model, request->pcm.size(), request->priority,
-                     request->deadline != serve::Clock::time_point::max()});
-    forced = forced_;
-    if (!forced && mode_ == Mode::kHold) {
-      held_.push_back(std::move(request));
-      return;
+void FakeService::submit(serve::Submission s, serve::AnswerFn answer) {
+  serve::TranscriptionResponse out;
+  try {
+    out.model = serve::resolve_model(*this, s.model, s.default_model_allowed).name;
+    if (s.refused) throw *s.refused;
+    serve::DecodedInput in;
+    try {
+      in = serve::decode_input(s.audio, max_audio_seconds_);
+    } catch (const Error& e) {
+      throw serve::serve_error(e, s.audio_field);
     }
+    out.audio_seconds = static_cast<double>(in.pcm.size()) / 16000.0;
+    std::optional<serve::TranscriptionResponse> forced;
+    {
+      std::lock_guard lock(mu_);
+      seen_.push_back({s.id, out.model, s.fault, in.pcm.size(), s.priority, s.deadline != serve::Clock::time_point::max()});
+      forced = forced_;
+      if (!forced && mode_ == Mode::kHold) {
+        held_.push_back({std::move(answer), s.cancelled, out.audio_seconds});
+        return;
+      }
+      out.warnings = warnings_;
+    }
+    if (forced) {
+      forced->model = out.model;
+      return answer(*forced);
+    }
+    out.batch_size = 1;
+    out.durations.compute_ms = 1.0;
+    out.durations.queue_ms = 0.5;
+    out.transcript = mode_ == Mode::kTranscribe ? transcribe_with_bundled_model(in.pcm) : canned(out.audio_seconds);
+  } catch (const serve::ServeError& e) {
+    out.outcome = e.outcome();
+    out.message = e.what();
+    out.param = e.param();
+    out.retry_after_s = e.retry_after_s();
   }
-  request->done(forced ? *forced : respond(*request));
+  answer(std::move(out));
+}
+
+void FakeService::set_warnings(std::vector<std::string> warnings) {
+  std::lock_guard lock(mu_);
+  warnings_ = std::move(warnings);
 }
 
 void FakeService::force_outcome(serve::Outcome o, std::string message, double retry_after_s) {
@@ -81,8 +119,8 @@ bool FakeService::wait_cancelled(std::chrono::milliseconds timeout) {
   while (std::chrono::steady_clock::now() < until) {
     {
       std::lock_guard lock(mu_);
-      for (const auto& r : held_)
-        if (r->cancelled->load()) return true;
+      for (const Held& h : held_)
+        if (h.cancelled && h.cancelled->load()) return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -90,21 +128,23 @@ bool FakeService::wait_cancelled(std::chrono::milliseconds timeout) {
 }
 
 void FakeService::release_held(serve::Outcome outcome) {
-  std::vector<std::unique_ptr<serve::TranscriptionRequest>> held;
+  std::vector<Held> held;
   {
     std::lock_guard lock(mu_);
     held.swap(held_);
   }
-  for (auto& r : held) {
+  for (Held& h : held) {
     serve::TranscriptionResponse resp;
     resp.outcome = outcome;
+    resp.model = kModel;
     if (outcome == serve::Outcome::kOk) {
-      resp.transcript = canned(static_cast<double>(r->pcm.size()) / 16000.0);
+      resp.transcript = canned(h.audio_seconds);
+      resp.audio_seconds = h.audio_seconds;
       resp.batch_size = 1;
     } else {
       resp.message = "released by the test";
     }
-    r->done(std::move(resp));
+    h.answer(std::move(resp));
   }
 }
 

@@ -1,6 +1,8 @@
-// A TranscriptionService for the HTTP tests, independent of the real inference core: it transcribes with the
-// real engine synchronously (the bundled model), answers a canned transcript, holds requests until the test
-// releases them (for cancellation and shutdown tests), or answers a forced rejection.
+// A stand-in for the service contract (service.h) in the front ends' protocol tests, apart from the real inference
+// core: it resolves model names and decodes audio as the core does (the same functions), then transcribes with
+// the real engine synchronously (the bundled model), answers a canned transcript, holds requests until the test
+// releases them (for cancellation and shutdown tests), or answers a forced failure. Tests of what the core counts
+// use the real core (core_server.h).
 #pragma once
 
 #include <atomic>
@@ -22,10 +24,11 @@ class FakeService : public serve::TranscriptionService {
   explicit FakeService(Mode mode = Mode::kCanned) : mode_(mode) {}
   ~FakeService() override { release_held(serve::Outcome::kShuttingDown); }
 
-  void submit(std::unique_ptr<serve::TranscriptionRequest> request) override;
-  std::vector<std::string> models() const override { return {kModel}; }
+  void submit(serve::Submission submission, serve::AnswerFn answer) override;
+  std::vector<serve::ModelInfo> models() const override;
   bool ready() const override { return ready_; }
   void drain() override { release_held(serve::Outcome::kShuttingDown); }
+  std::vector<serve::ModelStatsSnapshot> statistics(const std::vector<std::string>& models) const override;
   std::string render_metrics() const override { return "steno_fake_metric 1\n"; }
 
   // ---- test controls ----
@@ -33,6 +36,10 @@ class FakeService : public serve::TranscriptionService {
   void set_ready(bool r) { ready_ = r; }
   // Every later request is answered with this outcome (and message, and retry hint).
   void force_outcome(serve::Outcome o, std::string message = {}, double retry_after_s = 0);
+  // The model's limit of seconds of audio (1200 by default).
+  void set_max_audio_seconds(double s) { max_audio_seconds_ = s; }
+  // Every later successful answer carries these warnings.
+  void set_warnings(std::vector<std::string> warnings);
   // Waits until `n` requests are held.
   bool wait_held(size_t n, std::chrono::milliseconds timeout);
   // Waits until a held request's cancelled flag is set.
@@ -41,7 +48,7 @@ class FakeService : public serve::TranscriptionService {
   void release_held(serve::Outcome outcome = serve::Outcome::kOk);
 
   struct Seen {
-    std::string id, model;
+    std::string id, model, fault;
     size_t samples = 0;
     int priority = 0;
     bool has_deadline = false;
@@ -52,13 +59,19 @@ class FakeService : public serve::TranscriptionService {
   static asr::Transcript canned(double audio_seconds);
 
  private:
-  serve::TranscriptionResponse respond(const serve::TranscriptionRequest& r);
+  struct Held {
+    serve::AnswerFn answer;
+    std::shared_ptr<std::atomic<bool>> cancelled;
+    double audio_seconds = 0;
+  };
 
   std::atomic<Mode> mode_;
   std::atomic<bool> ready_{true};
+  std::atomic<double> max_audio_seconds_{1200};
   mutable std::mutex mu_;
   std::optional<serve::TranscriptionResponse> forced_;
-  std::vector<std::unique_ptr<serve::TranscriptionRequest>> held_;
+  std::vector<std::string> warnings_;
+  std::vector<Held> held_;
   std::vector<Seen> seen_;
 };
 

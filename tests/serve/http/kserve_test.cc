@@ -7,12 +7,15 @@
 
 #include "steno/audio/decode.h"
 #include "steno/audio/resample.h"
+#include "core_server.h"
+#include "../metrics_text.h"
 #include "test_server.h"
 
 namespace steno::testing {
 namespace {
 
 using nlohmann::json;
+using serve::testing::metric_value;
 
 const std::string kInfer = "/v2/models/steno-tdt-small-en/infer";
 
@@ -77,10 +80,20 @@ TEST(KServe, HealthMetadataAndConfig) {
   const json config = json::parse(c.request("GET", "/v2/models/steno-tdt-small-en/config").body);
   EXPECT_EQ(config["input"][0]["data_type"], "TYPE_STRING");
   EXPECT_EQ(config["max_batch_size"], 0);
+  EXPECT_EQ(config["instance_group"][0]["kind"], "KIND_CPU");  // the service's model, as it runs
+  EXPECT_EQ(config["parameters"]["max_audio_seconds"]["string_value"], "1200");
+
+  // An alias names the same model on KServe too; the answers give the served name.
+  const ClientResponse alias = c.request("GET", "/v2/models/whisper-1");
+  ASSERT_EQ(alias.status, 200) << alias.body;
+  EXPECT_EQ(json::parse(alias.body)["name"], FakeService::kModel);
+  EXPECT_EQ(c.request("GET", "/v2/models/default/ready").status, 200);
 
   const ClientResponse unknown = c.request("GET", "/v2/models/nope");
   EXPECT_EQ(unknown.status, 404);
-  EXPECT_EQ(json::parse(unknown.body), (json{{"error", "unknown model 'nope'"}}));
+  EXPECT_EQ(json::parse(unknown.body),
+            (json{{"error", "model 'nope' is not served here; available: 'steno-tdt-small-en' (also: whisper-1, "
+                            "default)"}}));
   EXPECT_EQ(c.request("GET", "/metrics").body, "steno_fake_metric 1\n");  // the service's render_metrics()
 }
 
@@ -175,25 +188,32 @@ TEST(KServe, BinaryBytesInputAndRawRequest) {
   EXPECT_EQ(b.data.size(), 3u);
 }
 
-TEST(KServe, StatisticsCountWhatHappened) {
-  TestServer s;
+TEST(KServe, StatisticsAreTheCoresAndCountWhatHappened) {
+  CoreServer s;  // the real core: it counts, the front end renders
   HttpClient c(s.port());
   const json ok = {{"inputs", {{{"name", "audio"}, {"datatype", "BYTES"}, {"shape", {1}},
                                 {"data", {base64_encode(read_file(test_audio(kClip)))}}}}}};
   for (int i = 0; i < 2; ++i) ASSERT_EQ(c.request("POST", kInfer, ok.dump()).status, 200);
   ASSERT_EQ(c.request("POST", kInfer, R"({"inputs":[{"name":"audio","datatype":"BYTES","shape":[1],"data":["AAAA"]}]})").status, 400);
+  ASSERT_EQ(c.request("POST", "/v2/models/whisper-1/infer", R"({"inputs":[]})").status, 400);  // by its alias
   const json stats = json::parse(c.request("GET", "/v2/models/steno-tdt-small-en/stats").body);
   const json& m = stats["model_stats"][0];
   EXPECT_EQ(m["name"], FakeService::kModel);
   EXPECT_EQ(m["inference_count"], 2);
-  EXPECT_EQ(m["execution_count"], 2);  // the fake runs batches of 1
+  EXPECT_EQ(m["execution_count"], 2);  // one lane, requests one after another: batches of 1
   EXPECT_EQ(m["inference_stats"]["success"]["count"], 2);
-  EXPECT_EQ(m["inference_stats"]["fail"]["count"], 1);
-  EXPECT_EQ(m["inference_stats"]["queue"]["ns"], 2 * 500'000);  // the fake reports 0.5 ms queued
+  EXPECT_EQ(m["inference_stats"]["fail"]["count"], 2);
+  EXPECT_GT(m["inference_stats"]["queue"]["ns"].get<uint64_t>(), 0u);
   EXPECT_GT(m["inference_stats"]["compute_input"]["ns"].get<uint64_t>(), 0u);
+  EXPECT_EQ(m["inference_stats"]["compute_output"]["count"], 2);
   EXPECT_EQ(m["batch_stats"][0]["batch_size"], 1);
+  EXPECT_EQ(m["batch_stats"][0]["compute_infer"]["count"], 2);
   EXPECT_GT(m["last_inference"].get<uint64_t>(), 0u);
   EXPECT_EQ(json::parse(c.request("GET", "/v2/models/stats").body)["model_stats"].size(), 1u);
+  // The same failures in /metrics: both views come from one count.
+  const std::string metrics = c.request("GET", "/metrics").body;
+  EXPECT_EQ(metric_value(metrics, "nv_inference_request_failure", {{"reason", "OTHER"}}), 2.0) << metrics;
+  EXPECT_EQ(metric_value(metrics, "nv_inference_request_success", {{"model", FakeService::kModel}}), 2.0);
 }
 
 TEST(KServe, PriorityAndTimeoutReachTheCore) {

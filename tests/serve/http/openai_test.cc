@@ -60,9 +60,7 @@ TEST(OpenAI, SubtitleFormatsFromSegments) {
 }
 
 TEST(OpenAI, BeastClientKeepAliveAndModelAliases) {
-  serve::http::ServerOptions o;
-  o.model_aliases = {{"whisper-1", FakeService::kModel}};
-  TestServer s(FakeService::Mode::kCanned, o);
+  TestServer s(FakeService::Mode::kCanned);
   HttpClient client(s.port());
   Form form;
   form.fields = {{"model", "whisper-1"}};
@@ -89,8 +87,15 @@ TEST(OpenAI, ListsModels) {
   EXPECT_EQ(j["object"], "list");
   EXPECT_EQ(j["data"][0]["id"], FakeService::kModel);
   EXPECT_EQ(j["data"][0]["object"], "model");
+  EXPECT_FALSE(j["data"][0].contains("root"));
+  EXPECT_EQ(j["data"].size(), 1u);  // the served model; an alias is a name for it, not a model
   EXPECT_EQ(curl(s.port(), "/v1/models/steno-tdt-small-en", "").status, 200);
-  EXPECT_EQ(curl(s.port(), "/v1/models/whisper-1", "").status, 404);
+  r = curl(s.port(), "/v1/models/whisper-1", "");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["root"], FakeService::kModel);
+  r = curl(s.port(), "/v1/models/whisper-2", "");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(json::parse(r.body)["error"]["code"], "model_not_found");
 }
 
 // Each refused field: the status, OpenAI's error shape, and the field named in "param".
@@ -102,7 +107,7 @@ TEST(OpenAI, RefusesWhatItCannotHonour) {
     std::string param;
     std::string fragment;
   } cases[] = {
-      {"-F model=whisper-1", 404, "model", "available: steno-tdt-small-en"},
+      {"-F model=whisper-2", 404, "model", "available: 'steno-tdt-small-en' (also: whisper-1, default)"},
       {"-F language=fr", 400, "language", "English only"},
       {"-F temperature=0.2", 400, "temperature", "greedily"},
       {"-F temperature=abc", 400, "temperature", "not a number"},

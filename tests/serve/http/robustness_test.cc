@@ -87,7 +87,7 @@ TEST(BadInput, KServeMatrix) {
   const std::string b64 = base64_encode(read_file(test_audio(kClip)));
   auto input = [&](json in) { return json{{"inputs", {in}}}.dump(); };
 
-  EXPECT_ERROR(c.request("POST", "/v2/models/nope/infer", input({})), 404, "unknown model 'nope'");
+  EXPECT_ERROR(c.request("POST", "/v2/models/nope/infer", input({})), 404, "model 'nope' is not served here");
   EXPECT_ERROR(c.request("POST", kInfer, "{\"inputs\": [}"), 400, "malformed JSON");
   EXPECT_ERROR(c.request("POST", kInfer, input({{"name", "audio"}, {"datatype", "INT16"}, {"shape", {1, 2}},
                                                 {"data", {1, 2}}})),
@@ -126,8 +126,8 @@ TEST(BadInput, KServeMatrix) {
 TEST(BadInput, BodyAndAudioOverTheLimits) {
   serve::http::ServerOptions o;
   o.max_body_bytes = 1 << 20;  // 1 MiB
-  o.max_audio_seconds = 1.0;   // the clip is 1.75 s
   TestServer s(FakeService::Mode::kCanned, o);
+  s.service.set_max_audio_seconds(1.0);  // the clip is 1.75 s
 
   // curl sends Expect: 100-continue for a 2 MiB body: the 413 comes before the body is sent.
   const std::string big = "/tmp/steno-http-test-big-" + std::to_string(getpid()) + ".bin";
@@ -261,7 +261,7 @@ TEST(Outcomes, CoreRejectionsMapToStatuses) {
   EXPECT_ERROR(c.request("POST", kInfer, kserve.dump()), 504, "deadline");
   s.service.force_outcome(serve::Outcome::kShuttingDown, "shutting down");
   EXPECT_ERROR(c.request("POST", kTranscribe, form.body(), ct), 503, "shutting down");
-  s.service.force_outcome(serve::Outcome::kError, "engine failed");
+  s.service.force_outcome(serve::Outcome::kInternal, "engine failed");
   EXPECT_ERROR(c.request("POST", kInfer, kserve.dump()), 500, "engine failed");
 }
 

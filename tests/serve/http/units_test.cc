@@ -1,5 +1,5 @@
 // The Beast-free pieces on their own: router, header values, base64, the OpenAI formats, KServe tensor parsing,
-// error mapping, and `steno serve`'s configuration.
+// and the rendering of errors.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,7 +9,6 @@
 #include "header_value.h"
 #include "kserve_tensors.h"
 #include "steno/serve/http/router.h"
-#include "steno/serve/http/serve_config.h"
 #include "test_client.h"
 #include "transcript_formats.h"
 
@@ -111,8 +110,8 @@ TEST(KServeTensors, ParsesJsonAndBinary) {
   auto status_of = [](const std::string& b, std::optional<size_t> n) {
     try {
       parse_infer_request(b, n);
-    } catch (const HttpError& e) {
-      return e.status;
+    } catch (const ServeError& e) {
+      return e.http_status();
     }
     return 200;
   };
@@ -149,108 +148,27 @@ TEST(KServeTensors, EncodesBinaryOutputs) {
   EXPECT_EQ(r.body.substr(n + 4), "hi");
 }
 
-TEST(Errors, OutcomesAndShapes) {
-  EXPECT_EQ(error_from_outcome(Outcome::kQueueFull, "", 2.5).status, 429);
-  EXPECT_EQ(error_from_outcome(Outcome::kDeadlineExceeded, "", 0).status, 504);
-  EXPECT_EQ(error_from_outcome(Outcome::kShuttingDown, "", 0).status, 503);
-  EXPECT_EQ(error_from_outcome(Outcome::kUnknownModel, "", 0).status, 404);
-  EXPECT_EQ(error_from_outcome(Outcome::kError, "", 0).status, 500);
-  const HttpResponse r = error_response("/v1/audio/transcriptions", error_from_outcome(Outcome::kQueueFull, "full", 2.5));
+TEST(Errors, ServiceFailuresAndShapes) {
+  EXPECT_EQ(http_error(ServeError(Outcome::kQueueFull, "full", "", 2.5)).status, 429);
+  EXPECT_EQ(http_error(ServeError(Outcome::kDeadlineExceeded, "late")).status, 504);
+  EXPECT_EQ(http_error(ServeError(Outcome::kShuttingDown, "bye")).status, 503);
+  EXPECT_EQ(http_error(ServeError(Outcome::kModelNotFound, "who")).status, 404);
+  EXPECT_EQ(http_error(ServeError(Outcome::kCancelled, "gone")).status, 499);
+  EXPECT_EQ(http_error(ServeError(Outcome::kInternal, "bug")).status, 500);
+  const HttpResponse r =
+      error_response("/v1/audio/transcriptions", http_error(ServeError(Outcome::kQueueFull, "full", "", 2.5)));
   EXPECT_EQ(r.status, 429);
   EXPECT_EQ(r.headers.at(0), (std::pair<std::string, std::string>{"Retry-After", "3"}));
   const auto openai = nlohmann::json::parse(r.body);
   EXPECT_EQ(openai["error"]["message"], "full");
   EXPECT_EQ(openai["error"]["type"], "rate_limit_error");
+  EXPECT_EQ(openai["error"]["code"], "queue_full");
   EXPECT_TRUE(openai["error"]["param"].is_null());
   const auto kserve = nlohmann::json::parse(error_response("/v2/models/m/infer", HttpError(400, "bad")).body);
   EXPECT_EQ(kserve, (nlohmann::json{{"error", "bad"}}));
   EXPECT_EQ(error_from_exception(Error(ErrorCode::kOutOfRange, "long")).status, 413);
   EXPECT_EQ(error_from_exception(Error(ErrorCode::kUnimplemented, "mp4")).status, 415);
-  EXPECT_EQ(error_from_exception(Error(ErrorCode::kDataLoss, "cut")).status, 400);
-}
-
-TEST(ServeConfig, FileFlagsAndTheApiKeyRule) {
-  ServeConfig c;
-  apply_config_json(c, R"({"port": 9000, "max-body-mb": 8, "model_aliases": {"whisper-1": "m"}})");
-  EXPECT_EQ(c.port, 9000);
-  EXPECT_EQ(c.max_body_mb, 8);
-  EXPECT_EQ(c.model_aliases.at("whisper-1"), "m");
-  EXPECT_EQ(to_server_options(c).max_body_bytes, size_t{8} << 20);
-  EXPECT_THROW(apply_config_json(c, R"({"prot": 1})"), Error);       // a typo is an error
-  EXPECT_THROW(apply_config_json(c, R"({"port": "x"})"), Error);     // so is a wrong type
-  EXPECT_THROW(apply_config_json(c, R"({"port": )"), Error);
-  EXPECT_THROW(apply_config_file(c, "/nonexistent/steno.json"), Error);
-  validate(c);
-
-  for (const char* host : {"127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]", "::ffff:127.0.0.1"})
-    EXPECT_TRUE(is_loopback_host(host)) << host;
-  for (const char* host : {"0.0.0.0", "::", "10.0.0.1", "example.com", "128.0.0.1"})
-    EXPECT_FALSE(is_loopback_host(host)) << host;
-
-  c.host = "0.0.0.0";
-  try {
-    validate(c);
-    ADD_FAILURE() << "a non-loopback host without an API key must be refused";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("without an API key"), std::string::npos) << e.what();
-  }
-  c.api_key = "k";
-  validate(c);
-  c.max_batch = 0;
-  EXPECT_THROW(validate(c), Error);
-}
-
-TEST(ServeConfig, ShareWeightsNeedsWorkerProcessesOnACudaDevice) {
-  ServeConfig c;
-  apply_config_json(c, R"({"share": "processes", "device": "cuda", "share_weights": true})");
-  EXPECT_TRUE(c.share_weights);
-  validate(c);
-  c.share = "mps";
-  validate(c);
-  const auto refused = [&](const std::string& share, const std::string& device) {
-    ServeConfig bad = c;
-    bad.share = share;
-    bad.device = device;
-    if (share == "green") bad.green_sms = 16;
-    return steno::testing::error_of([&] { validate(bad); }, ErrorCode::kInvalidArgument);
-  };
-  for (const auto& [share, device] : std::vector<std::pair<std::string, std::string>>{
-           {"lanes", "cuda"}, {"green", "cuda:0"}, {"processes", "cpu"}}) {
-    const std::string why = refused(share, device);
-    EXPECT_NE(why.find("share_weights shares one device copy of the weights among worker processes: it needs share "
-                       "processes or mps on a CUDA device"),
-              std::string::npos)
-        << why;
-    EXPECT_NE(why.find("share is '" + share + "'"), std::string::npos) << why;
-  }
-  EXPECT_THROW(apply_config_json(c, R"({"share_weights": "yes"})"), Error);  // a bool, not a string
-}
-
-TEST(ServeConfig, SpreadBatchesIsAFlag) {
-  ServeConfig c;
-  EXPECT_FALSE(c.spread_batches);  // Triton's behaviour unless asked
-  apply_config_json(c, R"({"spread_batches": true})");
-  EXPECT_TRUE(c.spread_batches);
-  EXPECT_THROW(apply_config_json(c, R"({"spread_batches": 1})"), Error);  // a bool, not a number
-}
-
-TEST(ServeConfig, DeviceAndDtype) {
-  ServeConfig c;
-  EXPECT_EQ(compute_dtype(c), DType::kF32);  // the CPU's default
-  validate(c);
-  apply_config_json(c, R"({"device": "cuda:1"})");
-  EXPECT_EQ(compute_dtype(c), DType::kBF16);  // CUDA's default
-  validate(c);                                 // a device is checked by name here; its presence at load time
-  c.dtype = "f16";
-  validate(c);
-  c.dtype = "i32";
-  EXPECT_THROW(validate(c), Error);  // not a compute dtype
-  c.device = "cpu";
-  c.dtype = "bf16";
-  EXPECT_THROW(validate(c), Error);  // the CPU engine is f32 only
-  c.device = "tpu";
-  c.dtype = "";
-  EXPECT_THROW(validate(c), Error);
+  EXPECT_EQ(error_from_exception(Error(ErrorCode::kDataLoss, "cut"), "file").param, "file");
 }
 
 }  // namespace

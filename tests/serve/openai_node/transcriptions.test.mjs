@@ -215,23 +215,34 @@ test('a file that is not audio: BadRequestError (400) naming the problem', async
   assert.match(err.requestID ?? '', /^req-\d+$/);
 });
 
-test('an unknown model: NotFoundError (404) model_not_found listing the served model, never a substitution',
-  async () => {
-    const err = await rejection(client.audio.transcriptions.create({
-      file: fs.createReadStream(main.file),
-      model: 'whisper-1',
-    }));
-    assert.ok(err instanceof OpenAI.NotFoundError, `expected NotFoundError, got ${err}`);
-    assert.equal(err.status, 404);
-    assert.equal(err.code, 'model_not_found');
-    assert.equal(err.param, 'model');
-    assert.equal(err.type, 'invalid_request_error');
-    assert.match(err.message, /^404 model 'whisper-1' is not served here; available: steno-tdt-small-en$/);
-
-    const err2 = await rejection(client.models.retrieve('whisper-1'));
-    assert.ok(err2 instanceof OpenAI.NotFoundError, `models.retrieve: expected NotFoundError, got ${err2}`);
-    assert.equal(err2.code, 'model_not_found');
+// What existing OpenAI apps send: OpenAI's own model names reach the served model (default aliases), unchanged.
+for (const name of ['whisper-1', 'default', 'gpt-4o-transcribe']) {
+  test(`model '${name}' as OpenAI apps send it: the served model's exact reference transcript`, async () => {
+    const res = await client.audio.transcriptions.create({ file: fs.createReadStream(main.file), model: name });
+    assert.equal(res.text, main.text);
+    const retrieved = await client.models.retrieve(name);
+    assert.equal(retrieved.id, name);
+    assert.equal(retrieved.root, await model(), 'an alias names the model it stands for');
   });
+}
+
+test('an unknown model: NotFoundError (404) model_not_found listing the served model and its aliases, never a '
+  + 'substitution', async () => {
+  const err = await rejection(client.audio.transcriptions.create({
+    file: fs.createReadStream(main.file),
+    model: 'whisper-2',
+  }));
+  assert.ok(err instanceof OpenAI.NotFoundError, `expected NotFoundError, got ${err}`);
+  assert.equal(err.status, 404);
+  assert.equal(err.code, 'model_not_found');
+  assert.equal(err.param, 'model');
+  assert.equal(err.type, 'invalid_request_error');
+  assert.match(err.message, /^404 model 'whisper-2' is not served here; available: 'steno-tdt-small-en' \(also: whisper-1, gpt-4o-transcribe, gpt-4o-mini-transcribe, default\)$/);
+
+  const err2 = await rejection(client.models.retrieve('whisper-2'));
+  assert.ok(err2 instanceof OpenAI.NotFoundError, `models.retrieve: expected NotFoundError, got ${err2}`);
+  assert.equal(err2.code, 'model_not_found');
+});
 
 test('settings steno cannot honour are refused with 400 naming the field; translation is 501', async () => {
   const refused = [

@@ -1,13 +1,10 @@
-// The worker fleet's Prometheus series, beside the core's (metrics.h), labelled by model and version:
+// The worker fleet's Prometheus series, beside the core's (statistics.h: replays, poisoned requests, batch splits
+// and caps are counted there, for every kind of executor), labelled by model and version:
 //   steno_worker_restarts_total{reason}    counter: workers restarted, by why the old one ended: exit (it exited),
 //                                          signal (killed by a signal), hang (no heartbeat, or a batch past its
 //                                          deadline: SIGKILLed), protocol (it broke the wire protocol: SIGKILLed),
 //                                          group (killed because another worker of its group faulted)
 //   steno_workers_up                       gauge: workers started and ready
-//   steno_replayed_requests_total          counter: requests run again after their worker was lost
-//   steno_poisoned_requests_total          counter: requests failed alone for crashing workers twice
-//   steno_batch_splits_total               counter: batches split in halves after running out of memory
-//   steno_batch_cap                        gauge: the largest batch the executor asks the batcher for
 //   steno_worker_memory_bytes{worker,memory}  gauge: each worker's last reported memory (memory="host": its
 //                                          resident set; "device": what NVML attributes to it, on CUDA)
 //   steno_shared_weight_bytes              gauge: the device weights the workers share as one copy
@@ -40,10 +37,6 @@ class FleetMetrics {
   void worker_restarted(RestartReason reason);
   void worker_up();
   void worker_down();
-  void requests_replayed(int n);
-  void request_poisoned();
-  void batch_split();
-  void set_batch_cap(int cap);
   // kMemoryNotReported (wire.h) leaves that series unset.
   void set_worker_memory(int worker, uint64_t host_bytes, uint64_t device_bytes);
   void set_shared_weight_bytes(uint64_t bytes);
@@ -51,10 +44,6 @@ class FleetMetrics {
  private:
   std::vector<prometheus::Counter*> restarts_;  // by RestartReason
   prometheus::Gauge* up_;
-  prometheus::Counter* replayed_;
-  prometheus::Counter* poisoned_;
-  prometheus::Counter* splits_;
-  prometheus::Gauge* cap_;
   prometheus::Gauge* shared_weights_;
   prometheus::Family<prometheus::Gauge>* memory_;
   std::string model_, version_;

@@ -13,6 +13,7 @@
 
 #include "steno/asr/transcript.h"
 #include "steno/serve/frontend/infer_tensors.h"
+#include "steno/serve/service.h"
 
 namespace steno::serve {
 
@@ -39,19 +40,18 @@ const std::vector<std::string>& kserve_output_names();
 // "" (the client lets the server choose) and "1" name the served version; anything else does not exist.
 bool is_served_version(std::string_view version);
 
-// A request's audio and scheduling, checked and decoded.
+// A request's audio and scheduling, checked.
 struct PreparedInference {
-  std::vector<float> pcm;  // 16 kHz mono
+  AudioInput audio;        // BYTES: a view into the request body's tensor, which must outlive it
   int priority = 0;        // 0: the default level; 1 is the highest (Triton's convention)
   std::optional<std::chrono::microseconds> timeout;  // the `timeout` parameter: work not started by then is dropped
   std::vector<RequestedOutput> outputs;              // what to return, in order
 };
 
 // Checks the request against the model (one `audio` input of an accepted datatype and shape, known outputs,
-// well-formed parameters) and decodes its audio. Throws steno::Error naming the input, output or parameter at
-// fault: kInvalidArgument / kDataLoss for malformed input, kOutOfRange over max_audio_seconds, kUnimplemented for
-// an audio format steno does not read.
-PreparedInference prepare_inference(const InferRequestBody& body, double max_audio_seconds);
+// well-formed parameters). Throws steno::Error(kInvalidArgument) naming the input, output or parameter at fault.
+// The audio itself is decoded and checked by the core, on submission.
+PreparedInference prepare_inference(const InferRequestBody& body);
 
 // The outputs asked for, from a transcript: text BYTES [1], words BYTES [W], word_timestamps FP32 [W, 2].
 std::vector<OutputTensor> make_outputs(const asr::Transcript& transcript,

@@ -4,7 +4,7 @@
 // STENO_WITH_GRPC=OFF, or gRPC not found) the class still links, and available() says it cannot serve.
 //
 // A ModelInfer call holds no thread while its request waits in the batcher: the RPC is served by the callback API,
-// its audio is decoded on a small work pool, and the core's `done` callback finishes the call. A client that
+// it is submitted from a small work pool (where the service decodes its audio), and the answer finishes the call. A client that
 // cancels, or whose deadline passes, sets the request's `cancelled` flag so that the core drops the work.
 // docs/grpc-api.md lists the RPCs and every status they answer.
 #pragma once
@@ -17,20 +17,15 @@
 
 #include "steno/serve/service.h"
 
-namespace steno::serve {
-class ModelStats;  // steno/serve/frontend/model_stats.h
-}  // namespace steno::serve
-
 // Namespace `rpc`, not `grpc`: inside steno::serve a `grpc` namespace would hide gRPC's own.
 namespace steno::serve::rpc {
 
 struct GrpcServerOptions {
-  std::string host = "127.0.0.1";  // loopback by default, as for HTTP (serve_config.h has the API-key rule)
+  std::string host = "127.0.0.1";  // loopback by default, as for HTTP (the server's configuration has the API-key rule)
   uint16_t port = 8001;            // Triton's gRPC port; 0 = an ephemeral port (read it back with port())
   int worker_threads = 2;          // threads decoding the audio of ModelInfer requests
 
   size_t max_message_bytes = size_t{64} << 20;  // larger requests -> RESOURCE_EXHAUSTED (as --max-body-mb for HTTP)
-  double max_audio_seconds = 1200;              // longer audio -> INVALID_ARGUMENT naming the limit
 
   // When non-empty, every RPC but ServerLive and ServerReady needs metadata `authorization: Bearer <api_key>`
   // (else UNAUTHENTICATED).
@@ -38,9 +33,6 @@ struct GrpcServerOptions {
 
   // stop() lets calls in flight finish for this long, then cancels what is left.
   std::chrono::milliseconds drain_timeout{30'000};
-
-  // The KServe statistics table (ModelStatistics). Unset: the server's own; `steno serve` shares one with HTTP.
-  std::shared_ptr<ModelStats> stats;
 
   std::string server_name = "steno";
   std::string server_version = "0.1.0";

@@ -2,37 +2,31 @@
 // HTTP/1.1 server built on Boost.Beast (the Beast code stays in src/serve/http; this header does not include it).
 //
 // A request's path: a connection reads it under limits (header size, body size, a read deadline), the router
-// picks a handler, the handler decodes the audio (on a worker pool, off the I/O threads) and submits a
-// TranscriptionRequest to the service; the service's `done` callback renders the response, which the
+// picks a handler, the handler parses the body (on a worker pool, off the I/O threads) and submits it to the
+// service, which decodes the audio on that same worker thread; the answer callback renders the response, which the
 // connection writes on its own strand. A client that disconnects while its request waits sets the request's
-// `cancelled` flag. See docs/http-api.md for the endpoints and every status the server answers.
+// `cancelled` flag. GET /metrics is the service's Prometheus text. See docs/http-api.md for the endpoints and every
+// status the server answers.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <memory>
 #include <string>
 
 #include "steno/serve/service.h"
 
-namespace steno::serve {
-class ModelStats;  // steno/serve/frontend/model_stats.h
-}  // namespace steno::serve
-
 namespace steno::serve::http {
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";  // loopback by default; see serve_config.h for the API-key rule
+  std::string host = "127.0.0.1";  // loopback by default; the server's configuration has the API-key rule
   uint16_t port = 8000;            // 0 = an ephemeral port (read it back with HttpServer::port())
   int io_threads = 2;              // threads running the I/O (accept, read, write)
   int worker_threads = 2;          // threads parsing bodies and decoding audio before submission
 
   size_t max_header_bytes = 16 * 1024;        // larger request headers -> 431
   size_t max_body_bytes = size_t{64} << 20;   // larger bodies -> 413 naming the limit (--max-body-mb)
-  double max_audio_seconds = 1200;            // longer audio -> 413 naming the limit (--max-audio-seconds)
 
   // A request must arrive whole (headers and body) within read_timeout of its first byte, else 408 and the
   // connection is closed: a client trickling one byte per second cannot hold a connection forever.
@@ -46,24 +40,6 @@ struct ServerOptions {
 
   // When non-empty, every request but the health probes needs `Authorization: Bearer <api_key>` (else 401).
   std::string api_key;
-
-  // GET /metrics returns metrics() as Prometheus text. Unset: the service's render_metrics().
-  std::function<std::string()> metrics;
-
-  // The KServe statistics table (GET /v2/models/.../stats). Unset: the server's own. `steno serve` passes one table
-  // to the HTTP and gRPC front ends, so that both report the same numbers.
-  std::shared_ptr<ModelStats> stats;
-
-  // Extra names clients may use for a served model, e.g. {"whisper-1": "steno-tdt-small-en"} for clients that
-  // hard-code OpenAI's model names. Empty by default: an unknown name is a 404, never a silent substitution.
-  std::map<std::string, std::string> model_aliases;
-
-  // Reported by GET /v2/models/{m}/config (the batcher's settings; the front end does not use them).
-  int max_batch_size = 0;
-  double max_queue_delay_ms = 0;
-  int instance_count = 0;  // executor lanes
-  // Tests only: honour the X-Steno-Fault header on transcription requests (fleet/fault_injection.h). Off: ignored.
-  bool enable_fault_injection = false;
 
   std::string server_name = "steno";
   std::string server_version = "0.1.0";

@@ -1,6 +1,6 @@
-#include "steno/serve/fleet/fault_injection.h"
+#include "steno/serve/request.h"
 
-namespace steno::serve::fleet {
+namespace steno::serve {
 
 std::optional<InjectedFault> parse_injected_fault(std::string_view name) {
   if (name == "crash") return InjectedFault::kCrash;
@@ -21,4 +21,4 @@ const char* injected_fault_name(InjectedFault fault) {
   return "unknown";
 }
 
-}  // namespace steno::serve::fleet
+}  // namespace steno::serve

@@ -1,9 +1,10 @@
-// The Prometheus metrics under Triton's names, and the per-request log line.
+// The core's statistics: the Prometheus series under Triton's names and the KServe snapshot, both from one record
+// of each event; and the per-request log line.
 #include <gtest/gtest.h>
 
 #include "metrics_text.h"
 #include "steno/serve/completer.h"
-#include "steno/serve/metrics.h"
+#include "steno/serve/statistics.h"
 #include "test_requests.h"
 
 namespace steno::serve {
@@ -16,13 +17,15 @@ TEST(Metrics, FailureReasonsAreTritons) {
   EXPECT_STREQ(failure_reason(Outcome::kDeadlineExceeded), "REJECTED");
   EXPECT_STREQ(failure_reason(Outcome::kShuttingDown), "REJECTED");
   EXPECT_STREQ(failure_reason(Outcome::kCancelled), "CANCELED");
-  EXPECT_STREQ(failure_reason(Outcome::kError), "BACKEND");
-  EXPECT_STREQ(failure_reason(Outcome::kUnknownModel), "OTHER");
+  EXPECT_STREQ(failure_reason(Outcome::kInternal), "BACKEND");
+  EXPECT_STREQ(failure_reason(Outcome::kModelNotFound), "OTHER");
+  EXPECT_STREQ(failure_reason(Outcome::kInvalidInput), "OTHER");
+  EXPECT_STREQ(failure_reason(Outcome::kOverLimit), "OTHER");
 }
 
-TEST(Metrics, CountsRequestsAndBatchesUnderTritonNames) {
-  ServeMetrics metrics;
-  ModelMetrics& m = metrics.add_model("tiny", "1");
+TEST(Statistics, CountRequestsAndBatchesUnderTritonNamesAndInTheKServeSnapshot) {
+  ServeStatistics metrics;
+  ModelStatistics& m = metrics.add_model("tiny", "1");
   const std::map<std::string, std::string> labels = {{"model", "tiny"}, {"version", "1"}};
 
   // Every series exists from the start, at 0.
@@ -30,22 +33,30 @@ TEST(Metrics, CountsRequestsAndBatchesUnderTritonNames) {
   EXPECT_EQ(metric_value(text, "nv_inference_request_success", labels), 0.0);
   EXPECT_EQ(metric_value(text, "nv_inference_request_failure", {{"model", "tiny"}, {"reason", "BACKEND"}}), 0.0);
 
-  TranscriptionResponse ok;
-  ok.durations.queue_ms = 2;
-  ok.durations.compute_ms = 10;
-  m.request_completed(ok, 15000, 1.5);
-  m.request_completed(ok, 15000, 2.5);
-  TranscriptionResponse failed;
-  for (Outcome o : {Outcome::kQueueFull, Outcome::kDeadlineExceeded, Outcome::kCancelled, Outcome::kError}) {
-    failed.outcome = o;
-    m.request_completed(failed, 1, 1);
-  }
   StageDurations d;
+  d.compute_ms = 10;
   d.features_ms = 1;
   d.encoder_ms = 6;
   d.decoder_ms = 2;
   d.detokenize_ms = 0.5;
   m.batch_executed(2, 0.1, d);
+  TranscriptionResponse ok;
+  ok.durations.queue_ms = 2;
+  ok.durations.compute_ms = 10;
+  ok.batch_size = 2;
+  ok.input_ms = 0.25;
+  ok.audio_seconds = 1.5;
+  m.request_finished(ok, 15);
+  ok.audio_seconds = 2.5;
+  m.request_finished(ok, 15);
+  m.output_rendered(2, 0.5);
+  m.output_rendered(2, 0.5);
+  TranscriptionResponse failed;
+  for (Outcome o : {Outcome::kQueueFull, Outcome::kDeadlineExceeded, Outcome::kCancelled, Outcome::kInternal,
+                    Outcome::kInvalidInput}) {
+    failed.outcome = o;
+    m.request_finished(failed, 1);
+  }
   m.set_pending(3);
 
   text = metrics.render();
@@ -53,6 +64,9 @@ TEST(Metrics, CountsRequestsAndBatchesUnderTritonNames) {
   EXPECT_EQ(metric_value(text, "nv_inference_request_failure", {{"model", "tiny"}, {"reason", "REJECTED"}}), 2.0);
   EXPECT_EQ(metric_value(text, "nv_inference_request_failure", {{"model", "tiny"}, {"reason", "CANCELED"}}), 1.0);
   EXPECT_EQ(metric_value(text, "nv_inference_request_failure", {{"model", "tiny"}, {"reason", "BACKEND"}}), 1.0);
+  EXPECT_EQ(metric_value(text, "nv_inference_request_failure", {{"model", "tiny"}, {"reason", "OTHER"}}), 1.0);
+  EXPECT_EQ(metric_value(text, "nv_inference_compute_input_duration_us", labels), 500.0);
+  EXPECT_EQ(metric_value(text, "nv_inference_compute_output_duration_us", labels), 1000.0);
   EXPECT_EQ(metric_value(text, "nv_inference_count", labels), 2.0);
   EXPECT_EQ(metric_value(text, "nv_inference_exec_count", labels), 1.0);
   EXPECT_EQ(metric_value(text, "nv_inference_request_duration_us", labels), 30000.0);
@@ -68,6 +82,42 @@ TEST(Metrics, CountsRequestsAndBatchesUnderTritonNames) {
   EXPECT_EQ(metric_value(text, "steno_padding_waste_bucket", {{"le", "0.05"}}), 0.0);
   EXPECT_NE(text.find("# TYPE nv_inference_request_success counter"), std::string::npos);
   EXPECT_NE(text.find("# TYPE nv_inference_pending_request_count gauge"), std::string::npos);
+
+  // The KServe view of the same events.
+  const ModelStatsSnapshot s = m.snapshot();
+  EXPECT_EQ(s.name, "tiny");
+  EXPECT_EQ(s.inference_count, 2u);
+  EXPECT_EQ(s.execution_count, 1u);
+  EXPECT_EQ(s.success.count, 2u);
+  EXPECT_EQ(s.success.ns, 2u * 15'000'000);
+  EXPECT_EQ(s.fail.count, 5u);  // every failure, as nv_inference_request_failure summed over its reasons
+  EXPECT_EQ(s.queue.ns, 2u * 2'000'000);
+  EXPECT_EQ(s.compute_input.ns, 2u * 250'000);
+  EXPECT_EQ(s.compute_infer.ns, 2u * 10'000'000);
+  EXPECT_EQ(s.compute_output.count, 2u);
+  ASSERT_EQ(s.batches.size(), 1u);
+  EXPECT_EQ(s.batches[0].batch_size, 2);
+  EXPECT_EQ(s.batches[0].compute_infer.count, 1u);  // one batch ran
+  EXPECT_EQ(s.batches[0].compute_infer.ns, 10'000'000u);
+  EXPECT_EQ(s.batches[0].compute_input.ns, 2u * 250'000);  // its requests' decoding
+  EXPECT_GT(s.last_inference_ms, 0u);
+}
+
+TEST(Statistics, CountWhatTheExecutorPoolReports) {
+  ServeStatistics metrics;
+  ModelStatistics& m = metrics.add_model("tiny", "1");
+  m.requests_replayed(3);
+  m.request_poisoned();
+  m.batch_split();
+  m.set_batch_cap(0, 16);
+  m.set_batch_cap(1, 4);
+  m.set_batch_cap(1, 5);
+  const std::string text = metrics.render();
+  EXPECT_EQ(metric_value(text, "steno_replayed_requests_total", {{"model", "tiny"}}), 3.0);
+  EXPECT_EQ(metric_value(text, "steno_poisoned_requests_total", {{"model", "tiny"}}), 1.0);
+  EXPECT_EQ(metric_value(text, "steno_batch_splits_total", {{"model", "tiny"}}), 1.0);
+  EXPECT_EQ(metric_value(text, "steno_batch_cap", {{"model", "tiny"}, {"executor", "0"}}), 16.0);
+  EXPECT_EQ(metric_value(text, "steno_batch_cap", {{"model", "tiny"}, {"executor", "1"}}), 5.0);
 }
 
 TEST(RequestLog, OneKeyValueLineWithClientStringsQuoted) {
@@ -93,7 +143,7 @@ TEST(RequestLog, OneKeyValueLineWithClientStringsQuoted) {
 }
 
 TEST(RequestCompleter, RecordsThenCallsDoneOnceAndSurvivesAThrowingCallback) {
-  ServeMetrics metrics;
+  ServeStatistics metrics;
   RequestCompleter complete(&metrics.add_model("m", "1"));
   int calls = 0;
   auto r = testing::make_request("a", 16000);
@@ -106,6 +156,24 @@ TEST(RequestCompleter, RecordsThenCallsDoneOnceAndSurvivesAThrowingCallback) {
   EXPECT_NO_THROW(complete(std::move(c)));
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(metric_value(metrics.render(), "nv_inference_request_success", {{"model", "m"}}), 1.0);
+  EXPECT_EQ(metric_value(metrics.render(), "steno_audio_seconds_total", {{"model", "m"}}), 1.0);  // from its PCM
+}
+
+TEST(RequestCompleter, HandsTheRequestsWarningsAndInputTimeToItsAnswer) {
+  RequestCompleter complete(nullptr);
+  auto r = testing::make_request("a", 8000);
+  r->model = "m";
+  r->input_ms = 1.5;
+  r->warnings = {"truncated: the file ends early"};
+  TranscriptionResponse got;
+  r->done = [&](TranscriptionResponse resp) { got = std::move(resp); };
+  Completion c;
+  c.request = std::move(r);
+  complete(std::move(c));
+  EXPECT_EQ(got.model, "m");
+  EXPECT_EQ(got.input_ms, 1.5);
+  EXPECT_EQ(got.audio_seconds, 0.5);
+  EXPECT_EQ(got.warnings, std::vector<std::string>{"truncated: the file ends early"});
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "steno/serve/frontend/audio_input.h"
+#include "steno/serve/audio_input.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,14 +10,20 @@
 
 namespace steno::serve {
 
-std::vector<float> decode_upload(std::string_view bytes, double max_audio_seconds) {
+DecodedInput decode_input(const AudioInput& audio, double max_audio_seconds) {
+  if (const auto* encoded = std::get_if<EncodedAudio>(&audio)) return decode_upload(encoded->bytes, max_audio_seconds);
+  const PcmAudio& pcm = std::get<PcmAudio>(audio);
+  return DecodedInput{pcm_to_16k(pcm.samples, pcm.sample_rate, max_audio_seconds), {}};
+}
+
+DecodedInput decode_upload(std::string_view bytes, double max_audio_seconds) {
   audio::AudioLimits limits;
   limits.max_duration_s = max_audio_seconds;
   limits.max_bytes = std::max<size_t>(bytes.size(), 1);  // the body or message limit already bounded it
   audio::DecodedAudio decoded = audio::decode_audio(
       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), limits);
   if (decoded.samples.empty()) fail(ErrorCode::kInvalidArgument, "audio contains no samples");
-  return std::move(decoded.samples);
+  return DecodedInput{std::move(decoded.samples), {}};
 }
 
 std::vector<float> pcm_to_16k(std::span<const float> pcm, double sample_rate, double max_audio_seconds) {

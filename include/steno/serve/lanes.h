@@ -1,0 +1,76 @@
+// The `lanes` and `green` sharing modes: executors that are threads of the serving process, each running batches
+// on its own BatchRunner (its own ops::Context -- CPU threads, a CUDA stream, or a stream of a green context -- and
+// Transcriber), all over one shared, read-only AsrModel: one copy of the weights.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "steno/asr/model.h"
+#include "steno/asr/transcriber.h"
+#include "steno/ops/context.h"
+#include "steno/serve/executor.h"
+
+namespace steno::serve {
+
+// Runs one batch on one lane's resources. Used from that lane's thread only.
+class BatchRunner {
+ public:
+  virtual ~BatchRunner() = default;
+  // One transcript per clip, in order; `timings` receives the batch's stage timings. May throw; out of memory
+  // must be steno::Error with kResourceExhausted (the batch is then retried in smaller pieces).
+  virtual std::vector<asr::Transcript> run(const std::vector<std::span<const float>>& clips,
+                                           asr::StageTimings* timings) = 0;
+  // Gives cached scratch memory back (to the driver or the OS) after running out of memory, so that the smaller
+  // retries find it in one piece. Optional.
+  virtual void release_cached_memory() {}
+};
+
+// Makes a lane's runner; called on the lane's own thread (a CPU context's OpenMP settings are per thread).
+using RunnerFactory = std::function<std::unique_ptr<BatchRunner>(int lane)>;
+
+// The Transcriber runner over the shared model, on the model's device: on the CPU, a Context of `threads`
+// threads (0 = default) with `gemm`; on CUDA, a Context of its own (its own stream, memory pool and cuBLASLt
+// workspace) per lane, so the lanes' batches overlap on the GPU over one copy of the weights.
+RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads,
+                                  ops::GemmBackend gemm = ops::GemmBackend::kOneDnn);
+
+// The `green` mode: transcriber_runners on CUDA, each lane's Context on a stream of its own green
+// context of `sms_per_lane` SMs (at least the device's minimum partition and a multiple of its alignment: 8 and 8
+// on sm_90; at most the device's SMs). Lanes x SMs may exceed the device: each partition is carved from the whole
+// device, so they then overlap (logged). Throws kUnavailable without a CUDA build, GPU or driver support for green
+// contexts, kInvalidArgument for a CPU model or a bad SM count; a lane's green context is made on its thread.
+RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int sms_per_lane);
+
+// CPU threads each of `executors` executors gets: `threads` when > 0, else the machine's threads
+// (default_num_threads()) shared out among them (at least 1).
+int threads_per_executor(int executors, int threads);
+
+// A lane: an executor in this process that runs batches on the runner `runners` makes for it (on its own thread,
+// when it starts). It cannot be lost: a lane that crashes takes the server with it.
+class LaneExecutor final : public Executor {
+ public:
+  LaneExecutor(int index, RunnerFactory runners);
+
+  const std::string& name() const override { return name_; }
+  std::optional<std::string> start() override;
+  bool up() const override { return runner_ != nullptr; }
+  BatchRun run(const Batch& batch) override;
+  void release_cached_memory() override;
+  void stop() override {}
+
+ private:
+  int index_;
+  std::string name_;
+  RunnerFactory runners_;
+  std::unique_ptr<BatchRunner> runner_;
+};
+
+// `count` lanes over one runner factory (the `lanes` and `green` modes).
+std::vector<std::unique_ptr<Executor>> lane_executors(int count, const RunnerFactory& runners);
+
+}  // namespace steno::serve

@@ -1,0 +1,127 @@
+#include "steno/serve/config.h"
+
+#include <arpa/inet.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "steno/core/device.h"
+#include "steno/core/error.h"
+
+namespace steno::serve {
+
+const char* share_mode_name(ShareMode mode) {
+  switch (mode) {
+    case ShareMode::kLanes: return "lanes";
+    case ShareMode::kProcesses: return "processes";
+    case ShareMode::kMps: return "mps";
+    case ShareMode::kGreen: return "green";
+  }
+  return "unknown";
+}
+
+std::optional<ShareMode> parse_share_mode(std::string_view name) {
+  for (ShareMode m : {ShareMode::kLanes, ShareMode::kProcesses, ShareMode::kMps, ShareMode::kGreen})
+    if (name == share_mode_name(m)) return m;
+  return std::nullopt;
+}
+
+std::vector<std::string> default_asr_aliases() {
+  return {"whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "default"};
+}
+
+DType ModelConfig::compute_dtype() const {
+  if (!dtype.empty()) return parse_dtype(dtype);
+  return parsed_device().is_cpu() ? DType::kF32 : DType::kBF16;
+}
+
+void apply_config_file(ServeConfig& config, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail(ErrorCode::kNotFound, "config file '{}' cannot be read", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    apply_config_json(config, text.str());
+  } catch (const Error& e) {
+    fail(e.code(), "{}: {}", path, e.what());
+  }
+}
+
+bool is_loopback_host(std::string_view host) {
+  if (host == "localhost") return true;
+  std::string h(host);
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  in_addr v4{};
+  if (inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, h.c_str(), &v6) == 1) {
+    if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+    return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
+  }
+  return false;  // a host name other than localhost: it may resolve to anything
+}
+
+namespace {
+
+void validate_model(const ModelConfig& m, bool fault_injection) {
+  const bool workers = uses_worker_processes(m.share);
+  STENO_CHECK(m.max_audio_seconds > 0, "max_audio_seconds must be > 0, got {}", m.max_audio_seconds);
+  STENO_CHECK(m.executors >= 1, "executors (lanes) must be >= 1, got {}", m.executors);
+  STENO_CHECK(m.mps_thread_percentage >= 0 && m.mps_thread_percentage <= 100,
+              "mps_thread_percentage must be in 0..100 (0: 100 / executors), got {}", m.mps_thread_percentage);
+  STENO_CHECK(m.share == ShareMode::kMps ||
+                  (m.mps_pipe_dir.empty() && m.mps_thread_percentage == 0 && m.mps_pinned_mem_limit.empty()),
+              "mps_pipe_dir, mps_thread_percentage and mps_pinned_mem_limit apply to share mps only (share is '{}')",
+              share_mode_name(m.share));
+  STENO_CHECK(m.share != ShareMode::kGreen || m.green_sms > 0,
+              "share green needs green_sms, the SMs of each lane (e.g. 32)");
+  STENO_CHECK(m.green_sms >= 0 && (m.green_sms == 0 || m.share == ShareMode::kGreen),
+              "green_sms applies to share green only (share is '{}'), got {}", share_mode_name(m.share), m.green_sms);
+  STENO_CHECK(m.heartbeat_ms >= 10, "heartbeat_ms must be >= 10, got {}", m.heartbeat_ms);
+  STENO_CHECK(m.batch_timeout_s > 0, "batch_timeout_s must be > 0, got {}", m.batch_timeout_s);
+  STENO_CHECK(!fault_injection || workers,
+              "enable_fault_injection needs worker processes (share processes or mps): a lane cannot survive the "
+              "crash it injects");
+  STENO_CHECK(m.threads_per_executor >= 0, "threads_per_lane must be >= 0, got {}", m.threads_per_executor);
+  STENO_CHECK(m.max_batch >= 1, "max_batch must be >= 1, got {}", m.max_batch);
+  STENO_CHECK(m.max_queue_delay_ms >= 0, "max_queue_delay_ms must be >= 0, got {}", m.max_queue_delay_ms);
+  STENO_CHECK(m.max_queue_size >= 0, "max_queue_size must be >= 0, got {}", m.max_queue_size);
+  STENO_CHECK(m.gemm == "onednn" || m.gemm == "openblas", "gemm must be onednn or openblas, got '{}'", m.gemm);
+  const Device device = m.parsed_device();  // throws naming the text
+  const DType dtype = m.compute_dtype();
+  STENO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,
+              "dtype must be f32, f16 or bf16, got {}", m.dtype);
+  STENO_CHECK(!device.is_cpu() || dtype == DType::kF32, "dtype {}: the CPU engine computes in f32", m.dtype);
+  STENO_CHECK(!m.share_weights || (workers && !device.is_cpu()),
+              "share_weights shares one device copy of the weights among worker processes: it needs share processes "
+              "or mps on a CUDA device (share is '{}', device {}); lanes and green share one copy already",
+              share_mode_name(m.share), device.str());
+  for (const std::string& alias : m.aliases) {
+    STENO_CHECK(!alias.empty(), "aliases: an alias is empty");
+    STENO_CHECK(alias != m.name, "aliases: '{}' is the model's own name", alias);
+  }
+}
+
+}  // namespace
+
+void validate(const ServeConfig& c) {
+  STENO_CHECK(!c.host.empty(), "host is empty");
+  STENO_CHECK(c.port >= 0 && c.port <= 65535, "port must be in 0..65535, got {}", c.port);
+  STENO_CHECK(c.grpc_port >= 0 && c.grpc_port <= 65535, "grpc_port must be in 0..65535 (0 = no gRPC), got {}",
+              c.grpc_port);
+  STENO_CHECK(c.grpc_port == 0 || c.grpc_port != c.port, "grpc_port and port are both {}: give gRPC its own port",
+              c.port);
+  STENO_CHECK(c.max_body_mb > 0 && c.max_body_mb <= 4096, "max_body_mb must be in (0, 4096], got {}", c.max_body_mb);
+  STENO_CHECK(c.io_threads >= 1 && c.worker_threads >= 1, "io_threads and worker_threads must be >= 1");
+  STENO_CHECK(c.read_timeout_s > 0 && c.idle_timeout_s > 0 && c.drain_timeout_s >= 0,
+              "read_timeout_s and idle_timeout_s must be > 0, drain_timeout_s >= 0");
+  validate_model(c.model, c.enable_fault_injection);
+  if (!is_loopback_host(c.host) && c.api_key.empty())
+    fail(ErrorCode::kInvalidArgument,
+         "refusing to listen on '{}' without an API key: a non-loopback host needs --api-key KEY (or $STENO_API_KEY, "
+         "or \"api_key\" in the config file), which clients then send as 'Authorization: Bearer KEY'",
+         c.host);
+}
+
+}  // namespace steno::serve

@@ -1,0 +1,126 @@
+#include "steno/serve/lanes.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <exception>
+
+#include "steno/core/cuda.h"
+#include "steno/core/error.h"
+#include "steno/core/thread_pool.h"
+
+namespace steno::serve {
+namespace {
+
+class TranscriberRunner final : public BatchRunner {
+ public:
+  TranscriberRunner(std::shared_ptr<const asr::AsrModel> model, ops::Context ctx)
+      : ctx_(std::move(ctx)), transcriber_(std::move(model), ctx_) {}
+
+  std::vector<asr::Transcript> run(const std::vector<std::span<const float>>& clips,
+                                   asr::StageTimings* timings) override {
+    return transcriber_.transcribe(clips, timings);
+  }
+
+  void release_cached_memory() override {
+    if (auto* pool = dynamic_cast<steno::cuda::DeviceAllocator*>(&ctx_.allocator())) pool->trim();
+  }
+
+ private:
+  ops::Context ctx_;  // before transcriber_, which keeps a reference to it
+  asr::Transcriber transcriber_;
+};
+
+}  // namespace
+
+RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads, ops::GemmBackend gemm) {
+  STENO_CHECK(model != nullptr, "transcriber_runners needs a model");
+  return [model = std::move(model), threads, gemm](int) -> std::unique_ptr<BatchRunner> {
+    const Device device = model->device();
+    return std::make_unique<TranscriberRunner>(
+        model, device.is_cpu() ? ops::Context::cpu(threads, gemm) : ops::Context::cuda(device.index));
+  };
+}
+
+RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int sms_per_lane) {
+  STENO_CHECK(model != nullptr, "green_transcriber_runners needs a model");
+  if (!steno::cuda::built())
+    fail(ErrorCode::kUnavailable, "--share green puts lanes on CUDA green contexts, but this steno was built "
+         "without CUDA (configure with -DSTENO_WITH_CUDA=ON on a machine with the CUDA toolkit)");
+  if (steno::cuda::device_count() == 0)
+    fail(ErrorCode::kUnavailable, "--share green puts lanes on CUDA green contexts, but no CUDA GPU is visible "
+         "(no NVIDIA driver or device): use --share lanes on the CPU");
+  STENO_CHECK(!model->device().is_cpu(), "--share green runs lanes on a GPU's green contexts: load the model on "
+              "cuda (--device cuda), not {}", model->device().str());
+  const int device = model->device().index;
+  const steno::cuda::SmPartitioning sms = steno::cuda::sm_partitioning(device);  // kUnavailable without support
+  STENO_CHECK(sms_per_lane >= sms.min_partition && sms_per_lane <= sms.sms && sms.alignment > 0 &&
+                  sms_per_lane % sms.alignment == 0,
+              "{} SMs per lane is not a green context size of cuda:{}: use a multiple of {} from {} to {}",
+              sms_per_lane, device, sms.alignment, std::max(sms.min_partition, sms.alignment), sms.sms);
+  // Every lane gets its own SMs: the device is split once into as many disjoint groups as fit (4 of 32 on an
+  // H200's 132), and lane i takes group i. Green contexts made one at a time would all be the device's first SMs,
+  // so four lanes would share a quarter of the GPU. Lanes beyond the groups wrap around and share, with a warning.
+  const int fit = sms.sms / sms_per_lane;
+  auto groups = std::make_shared<std::vector<steno::cuda::GreenContext>>(
+      steno::cuda::GreenContext::partition(device, sms_per_lane, fit));
+  return [model = std::move(model), device, sms, groups](int lane) -> std::unique_ptr<BatchRunner> {
+    const auto& green = (*groups)[static_cast<size_t>(lane) % groups->size()];
+    spdlog::info("lane {}: green context {} of {} ({} SMs) on cuda:{} (of {})", lane,
+                 static_cast<size_t>(lane) % groups->size(), groups->size(), green.sm_count(), device, sms.sms);
+    if (static_cast<size_t>(lane) == groups->size())
+      spdlog::warn("more lanes than the {} disjoint groups of {} SMs that cuda:{} holds: lanes from {} on share SMs "
+                   "with earlier ones", groups->size(), green.sm_count(), device, lane);
+    return std::make_unique<TranscriberRunner>(model, ops::Context::cuda(green.make_stream()));
+  };
+}
+
+int threads_per_executor(int executors, int threads) {
+  if (threads > 0) return threads;
+  return std::max(1, default_num_threads() / std::max(1, executors));
+}
+
+LaneExecutor::LaneExecutor(int index, RunnerFactory runners)
+    : index_(index), name_(fmt::format("lane {}", index)), runners_(std::move(runners)) {
+  STENO_CHECK(runners_ != nullptr, "a lane needs a runner factory");
+}
+
+std::optional<std::string> LaneExecutor::start() {
+  try {
+    runner_ = runners_(index_);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  if (!runner_) return std::string("its runner factory made no runner");
+  return std::nullopt;
+}
+
+BatchRun LaneExecutor::run(const Batch& batch) {
+  std::vector<std::span<const float>> clips;
+  clips.reserve(batch.requests.size());
+  for (const auto& r : batch.requests) clips.emplace_back(r->pcm);
+  try {
+    asr::StageTimings timings;
+    std::vector<asr::Transcript> transcripts = runner_->run(clips, &timings);
+    return BatchRun::done(std::move(transcripts), timings);
+  } catch (const Error& e) {
+    return BatchRun::failed(e.code(), e.what());
+  } catch (const std::exception& e) {
+    return BatchRun::failed(ErrorCode::kInternal, e.what());
+  } catch (...) {
+    return BatchRun::failed(ErrorCode::kInternal, "unknown exception in the executor");
+  }
+}
+
+void LaneExecutor::release_cached_memory() {
+  if (runner_) runner_->release_cached_memory();
+}
+
+std::vector<std::unique_ptr<Executor>> lane_executors(int count, const RunnerFactory& runners) {
+  STENO_CHECK(count >= 1, "need at least one lane, got {}", count);
+  std::vector<std::unique_ptr<Executor>> out;
+  for (int i = 0; i < count; ++i) out.push_back(std::make_unique<LaneExecutor>(i, runners));
+  return out;
+}
+
+}  // namespace steno::serve

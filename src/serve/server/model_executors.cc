@@ -1,0 +1,116 @@
+#include "model_executors.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "steno/asr/model.h"
+#include "steno/core/error.h"
+#include "steno/serve/fleet/fleet_metrics.h"
+#include "steno/serve/fleet/worker_executor.h"
+#include "steno/serve/frontend/kserve_model.h"
+#include "steno/serve/lanes.h"
+
+namespace steno::serve {
+namespace {
+
+// mps and green need a CUDA device: say so before anything starts.
+void require_cuda_for_share(const ModelConfig& m) {
+  if (!m.parsed_device().is_cpu()) return;
+  if (m.share == ShareMode::kMps)
+    fail(ErrorCode::kUnavailable,
+         "--share mps runs worker processes under CUDA MPS: it needs a CUDA device (--device cuda[:N]) and "
+         "nvidia-cuda-mps-control, and --device is cpu; --share processes runs worker processes without MPS");
+  if (m.share == ShareMode::kGreen)
+    fail(ErrorCode::kUnavailable,
+         "--share green binds lanes to CUDA green contexts: it needs a CUDA device (--device cuda[:N]) whose driver "
+         "supports green contexts (CUDA 12.4 or newer), and --device is cpu; --share lanes runs lanes without them");
+}
+
+// The MPS daemon of --share mps: joined (--mps-pipe-dir) or started with private directories (stopped at exit).
+std::shared_ptr<fleet::MpsDaemon> open_mps(const ModelConfig& m) {
+  fleet::MpsOptions o;
+  o.join_existing = !m.mps_pipe_dir.empty();
+  o.pipe_dir = m.mps_pipe_dir;
+  o.active_thread_percentage = m.mps_thread_percentage;
+  o.pinned_device_mem_limit = m.mps_pinned_mem_limit;
+  o.device = m.parsed_device().index;
+  std::shared_ptr<fleet::MpsDaemon> daemon = fleet::MpsDaemon::open(o);
+  spdlog::info("MPS: {}", daemon->status().text);
+  return daemon;
+}
+
+// The worker processes of --share processes and mps: `steno worker`, loading the model themselves.
+fleet::WorkerFleetConfig worker_fleet(const ServeConfig& config) {
+  const ModelConfig& m = config.model;
+  fleet::WorkerFleetConfig f;
+  f.workers = m.executors;
+  f.command.executable = config.worker_executable;
+  f.command.model_dir = m.dir;
+  f.command.device = m.parsed_device();
+  f.command.dtype = m.compute_dtype();
+  f.command.threads = threads_per_executor(m.executors, m.threads_per_executor);
+  f.command.gemm = ops::parse_gemm_backend(m.gemm);
+  f.heartbeat_interval = std::chrono::milliseconds(m.heartbeat_ms);
+  f.batch_timeout_floor = std::chrono::milliseconds(static_cast<int64_t>(m.batch_timeout_s * 1000.0));
+  f.share_weights = m.share_weights;
+  return f;
+}
+
+}  // namespace
+
+std::string served_name(const ModelConfig& m) {
+  if (!m.name.empty()) return m.name;
+  std::filesystem::path p(m.dir);
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
+}
+
+BuiltModel build_model(const ServeConfig& config) {
+  const ModelConfig& m = config.model;
+  STENO_CHECK(!m.dir.empty(), "no model directory given");
+  require_cuda_for_share(m);
+  BuiltModel built;
+  ModelSpec& spec = built.spec;
+  spec.info.name = served_name(m);
+  spec.info.aliases = m.aliases;
+  spec.info.platform = kKServePlatform;
+  spec.info.on_gpu = !m.parsed_device().is_cpu();
+  spec.info.device = m.parsed_device().str();
+  spec.info.share = share_mode_name(m.share);
+  spec.info.max_audio_seconds = m.max_audio_seconds;
+  spec.batcher.max_batch_size = m.max_batch;
+  spec.batcher.max_queue_delay = std::chrono::microseconds(static_cast<int64_t>(m.max_queue_delay_ms * 1000.0));
+  spec.batcher.max_queue_size = static_cast<size_t>(m.max_queue_size);
+  spec.batcher.spread_over_idle_executors = m.spread_batches;
+
+  if (uses_worker_processes(m.share)) {
+    fleet::WorkerFleetConfig fleet = worker_fleet(config);
+    if (m.share == ShareMode::kMps) {
+      built.mps = open_mps(m);
+      const int workers = m.executors;
+      fleet.worker_env = [mps = built.mps, workers](int worker) { return mps->worker_env(worker, workers); };
+      // Under MPS a fatal fault in one client faults every client of the GPU's server: restart them together.
+      fleet.restart_group_on_fault = true;
+      spec.resources = built.mps;  // the daemon outlives the workers it serves
+    }
+    spec.executors = [fleet, name = spec.info.name, version = spec.info.version](prometheus::Registry& registry) {
+      return fleet::worker_executors(fleet,
+                                     std::make_unique<fleet::FleetMetrics>(registry, name, version, fleet.workers));
+    };
+    return built;
+  }
+  asr::ModelOverrides overrides;
+  overrides.device = m.parsed_device();
+  overrides.dtype = m.compute_dtype();
+  std::shared_ptr<const asr::AsrModel> model = asr::AsrModel::load(m.dir, overrides);
+  const RunnerFactory runners =
+      m.share == ShareMode::kGreen
+          ? green_transcriber_runners(model, m.green_sms)
+          : transcriber_runners(model, threads_per_executor(m.executors, m.threads_per_executor),
+                                ops::parse_gemm_backend(m.gemm));
+  spec.executors = [runners, n = m.executors](prometheus::Registry&) { return lane_executors(n, runners); };
+  return built;
+}
+
+}  // namespace steno::serve

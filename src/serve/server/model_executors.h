@@ -1,0 +1,27 @@
+// How a ModelConfig becomes what the core serves: the model's identity as clients see it, its batcher settings, and
+// the executors its sharing mode asks for (lanes or green lanes over one loaded model; worker processes, under an
+// MPS daemon where asked, that load the model themselves).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "steno/serve/config.h"
+#include "steno/serve/fleet/mps.h"
+#include "steno/serve/inference_core.h"
+
+namespace steno::serve {
+
+struct BuiltModel {
+  ModelSpec spec;
+  std::shared_ptr<fleet::MpsDaemon> mps;  // share mps: the daemon the workers are clients of
+};
+
+// The name clients use for a model: `name`, else the directory's last component.
+std::string served_name(const ModelConfig& model);
+
+// Throws kUnavailable for a mode this machine cannot run (mps and green need a CUDA device), before anything is
+// loaded; the model's own load errors otherwise.
+BuiltModel build_model(const ServeConfig& config);
+
+}  // namespace steno::serve

@@ -1,0 +1,130 @@
+// build_server: a ServeConfig turned into the model's executors, the core, and the front ends over it.
+#include "steno/serve/server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <fmt/format.h>
+#include <future>
+
+#include "model_executors.h"
+#include "steno/core/error.h"
+#include "steno/serve/fleet/mps_monitor.h"
+#include "steno/serve/grpc/server.h"
+#include "steno/serve/http/server.h"
+#include "steno/serve/inference_core.h"
+
+namespace steno::serve {
+namespace {
+
+std::chrono::milliseconds seconds_to_ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
+}
+
+http::ServerOptions http_options(const ServeConfig& c) {
+  http::ServerOptions o;
+  o.host = c.host;
+  o.port = static_cast<uint16_t>(c.port);
+  o.io_threads = c.io_threads;
+  o.worker_threads = c.worker_threads;
+  o.max_body_bytes = static_cast<size_t>(c.max_body_mb * 1024 * 1024);
+  o.read_timeout = seconds_to_ms(c.read_timeout_s);
+  o.idle_timeout = seconds_to_ms(c.idle_timeout_s);
+  o.drain_timeout = seconds_to_ms(c.drain_timeout_s);
+  o.api_key = c.api_key;
+  return o;
+}
+
+rpc::GrpcServerOptions grpc_options(const ServeConfig& c) {
+  rpc::GrpcServerOptions o;
+  o.host = c.host;
+  o.port = static_cast<uint16_t>(c.grpc_port);
+  o.worker_threads = c.worker_threads;
+  o.max_message_bytes = static_cast<size_t>(c.max_body_mb * 1024 * 1024);  // one size limit for both protocols
+  o.api_key = c.api_key;
+  o.drain_timeout = seconds_to_ms(c.drain_timeout_s);
+  return o;
+}
+
+const char* executor_noun(ShareMode mode) {
+  switch (mode) {
+    case ShareMode::kLanes: return "lane(s)";
+    case ShareMode::kProcesses: return "worker process(es)";
+    case ShareMode::kMps: return "worker process(es) under MPS";
+    case ShareMode::kGreen: return "green-context lane(s)";
+  }
+  return "executor(s)";
+}
+
+class ServerImpl final : public Server {
+ public:
+  explicit ServerImpl(const ServeConfig& config) : config_(config) {
+    validate(config_);
+    if (config_.grpc_port != 0 && !rpc::GrpcServer::available())
+      fail(ErrorCode::kUnimplemented,
+           "--grpc-port {}: this steno was built without gRPC (CMake STENO_WITH_GRPC=OFF, or gRPC was not found "
+           "when it was configured); rebuild with Debian's libgrpc++-dev, protobuf-compiler-grpc and "
+           "protobuf-compiler installed, or leave --grpc-port at 0",
+           config_.grpc_port);
+    spdlog::info("settings:\n{}", describe(config_));
+    BuiltModel model = build_model(config_);
+    mps_ = model.mps;
+    CoreConfig core;
+    core.enable_fault_injection = config_.enable_fault_injection;
+    std::vector<ModelSpec> specs;
+    specs.push_back(std::move(model.spec));
+    core_ = std::make_unique<InferenceCore>(std::move(specs), core);
+    if (mps_)  // after the core: it publishes into the core's registry
+      monitor_ = std::make_unique<fleet::MpsMonitor>([mps = mps_] { return mps->status(); }, *core_->registry());
+    http_ = std::make_unique<http::HttpServer>(http_options(config_), *core_);
+    if (config_.grpc_port != 0) grpc_ = std::make_unique<rpc::GrpcServer>(grpc_options(config_), *core_);
+  }
+
+  ~ServerImpl() override { stop(); }
+
+  void start() override {
+    http_->start();
+    if (grpc_) grpc_->start();
+  }
+
+  void stop() override {
+    if (stopped_.exchange(true)) return;
+    // Both front ends stop taking requests and answer those in flight, side by side.
+    auto grpc_stopped = std::async(std::launch::async, [this] {
+      if (grpc_) grpc_->stop();
+    });
+    http_->stop();
+    grpc_stopped.get();
+    core_->drain();  // anything still queued or running (normally nothing by now)
+  }
+
+  uint16_t http_port() const override { return http_->port(); }
+  uint16_t grpc_port() const override { return grpc_ ? grpc_->port() : 0; }
+  TranscriptionService& service() override { return *core_; }
+
+  std::string banner() const override {
+    const ModelConfig& m = config_.model;
+    const ModelInfo info = core_->models().front();
+    return fmt::format("serving model '{}' ({}) on http://{}:{}{}{}; {} {} on {} ({}), max batch {}{}", info.name,
+                       m.dir, config_.host, http_port(),
+                       grpc_ ? fmt::format(" and grpc://{}:{}", config_.host, grpc_port()) : "",
+                       config_.api_key.empty() ? "" : " (API key required)", info.executors,
+                       executor_noun(m.share), info.device, dtype_name(m.compute_dtype()), info.max_batch_size,
+                       config_.enable_fault_injection ? "; FAULT INJECTION ENABLED (tests only)" : "");
+  }
+
+ private:
+  ServeConfig config_;
+  // Declaration order is destruction order in reverse: the front ends go first, the MPS daemon last.
+  std::shared_ptr<fleet::MpsDaemon> mps_;
+  std::unique_ptr<InferenceCore> core_;
+  std::unique_ptr<fleet::MpsMonitor> monitor_;
+  std::unique_ptr<http::HttpServer> http_;
+  std::unique_ptr<rpc::GrpcServer> grpc_;
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace
+
+std::unique_ptr<Server> build_server(const ServeConfig& config) { return std::make_unique<ServerImpl>(config); }
+
+}  // namespace steno::serve
