@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "../../cli_util.h"
+#include "fleet_harness.h"
 #include "grpc_test_util.h"
 
 namespace steno::testing {
@@ -132,6 +133,38 @@ TEST(GrpcServeCli, ServesBesideHttpThenDrainsOnSigterm) {
   EXPECT_EQ(exit_code, "0\n") << slurp(dir / "log");
   EXPECT_NE(slurp(dir / "log").find("SIGTERM received"), std::string::npos);
   fs::remove_all(dir);
+}
+
+// Fault injection is a tag of the service, not of HTTP: over gRPC (metadata x-steno-fault) a crashing request is
+// replayed, then failed alone as a poison request; a bad tag is refused; the worker fleet serves on.
+TEST(GrpcServeCli, FaultInjectionIsHonouredOverGrpcAsOverHttp) {
+  const int grpc_port = free_port();
+  ServeProcess server("--share processes --executors 1 --threads-per-lane 1 --enable-fault-injection --grpc-port " +
+                      std::to_string(grpc_port));
+  ASSERT_TRUE(server.started()) << server.log();
+  auto stub = inference::GRPCInferenceService::NewStub(::grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(grpc_port), ::grpc::InsecureChannelCredentials()));
+  const std::string clip = file_bytes(audio_path("test-0000001.flac"));
+  auto infer = [&](const std::string& fault, inference::ModelInferResponse* r) {
+    ::grpc::ClientContext c;
+    prepare(c);
+    if (!fault.empty()) c.AddMetadata("x-steno-fault", fault);
+    return stub->ModelInfer(&c, bytes_request(clip), r);
+  };
+  inference::ModelInferResponse r;
+  ::grpc::Status st = infer("crash", &r);
+  EXPECT_EQ(st.error_code(), ::grpc::StatusCode::INTERNAL) << st.error_message();
+  EXPECT_NE(st.error_message().find("request crashed the worker twice; not retried"), std::string::npos)
+      << st.error_message();
+  st = infer("explode", &r);
+  EXPECT_EQ(st.error_code(), ::grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_NE(st.error_message().find("X-Steno-Fault must be crash, hang, device-fault or oom"), std::string::npos)
+      << st.error_message();
+  st = infer("", &r);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(outputs_of(r)["text"].bytes, std::vector<std::string>{reference_transcripts().at("test-0000001.flac")});
+  EXPECT_EQ(metric_sum(server.metrics(), "steno_worker_restarts_total"), 2) << server.metrics();
+  EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
 }  // namespace
