@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "steno/asr/unicode_punct.h"
+#include "asr/unicode_punct.h"
 #include "steno/core/error.h"
 
 namespace steno::asr {

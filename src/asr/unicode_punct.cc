@@ -1,4 +1,4 @@
-#include "steno/asr/unicode_punct.h"
+#include "asr/unicode_punct.h"
 
 #include <cstdint>
 #include <utility>

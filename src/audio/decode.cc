@@ -10,7 +10,7 @@
 #include "decoder.h"
 #include "ogg_probe.h"
 #include "sniff.h"
-#include "steno/audio/resample.h"
+#include "audio/resample.h"
 #include "steno/core/error.h"
 #include "stream_resampler.h"
 

@@ -1,4 +1,4 @@
-#include "steno/audio/resample.h"
+#include "audio/resample.h"
 
 #include "steno/core/error.h"
 #include "stream_resampler.h"

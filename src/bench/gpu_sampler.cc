@@ -1,7 +1,7 @@
 #include "steno/bench/gpu_sampler.h"
 
-#include "steno/bench/visible_gpus.h"
-#include "steno/core/nvml.h"
+#include "bench/visible_gpus.h"
+#include "core/nvml.h"
 
 #include <algorithm>
 #include <cmath>

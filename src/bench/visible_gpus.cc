@@ -1,4 +1,4 @@
-#include "steno/bench/visible_gpus.h"
+#include "bench/visible_gpus.h"
 
 #include <algorithm>
 #include <cctype>

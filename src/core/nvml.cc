@@ -1,4 +1,4 @@
-#include "steno/core/nvml.h"
+#include "core/nvml.h"
 
 #include <dlfcn.h>
 

@@ -1,4 +1,4 @@
-#include "steno/core/weight_arena.h"
+#include "core/weight_arena.h"
 
 #include <algorithm>
 #include <map>

@@ -1,11 +1,11 @@
-#include "steno/serve/audio_input.h"
+#include "serve/audio_input.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "steno/audio/decode.h"
-#include "steno/audio/resample.h"
+#include "audio/resample.h"
 #include "steno/core/error.h"
 
 namespace steno::serve {

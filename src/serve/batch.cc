@@ -1,4 +1,4 @@
-#include "steno/serve/batch.h"
+#include "serve/batch.h"
 
 #include <algorithm>
 #include <iterator>

@@ -1,4 +1,4 @@
-#include "steno/serve/batch_cap.h"
+#include "serve/batch_cap.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
-#include "steno/serve/batch_queue.h"
-#include "steno/serve/stage_durations.h"
+#include "serve/batch_queue.h"
+#include "serve/stage_durations.h"
 
 #include <algorithm>
 #include <cmath>

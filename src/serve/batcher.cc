@@ -1,9 +1,9 @@
-#include "steno/serve/batcher.h"
+#include "serve/batcher.h"
 
 #include <algorithm>
 
 #include "steno/core/error.h"
-#include "steno/serve/stage_durations.h"
+#include "serve/stage_durations.h"
 
 namespace steno::serve {
 namespace {

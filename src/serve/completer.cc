@@ -1,4 +1,4 @@
-#include "steno/serve/completer.h"
+#include "serve/completer.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>

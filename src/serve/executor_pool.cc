@@ -1,4 +1,4 @@
-#include "steno/serve/executor_pool.h"
+#include "serve/executor_pool.h"
 
 #include <spdlog/spdlog.h>
 
@@ -7,7 +7,7 @@
 #include <exception>
 
 #include "steno/core/error.h"
-#include "steno/serve/stage_durations.h"
+#include "serve/stage_durations.h"
 
 namespace steno::serve {
 

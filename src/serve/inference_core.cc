@@ -1,12 +1,12 @@
-#include "steno/serve/inference_core.h"
+#include "serve/inference_core.h"
 
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "steno/core/error.h"
-#include "steno/serve/audio_input.h"
-#include "steno/serve/completer.h"
-#include "steno/serve/stage_durations.h"
+#include "serve/audio_input.h"
+#include "serve/completer.h"
+#include "serve/stage_durations.h"
 
 namespace steno::serve {
 namespace {

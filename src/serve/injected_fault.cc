@@ -1,4 +1,4 @@
-#include "steno/serve/request.h"
+#include "serve/request.h"
 
 namespace steno::serve {
 

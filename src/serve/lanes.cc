@@ -1,4 +1,4 @@
-#include "steno/serve/lanes.h"
+#include "serve/lanes.h"
 
 #include <spdlog/spdlog.h>
 

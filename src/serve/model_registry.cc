@@ -1,4 +1,4 @@
-#include "steno/serve/model_registry.h"
+#include "serve/model_registry.h"
 
 #include "steno/core/error.h"
 

@@ -1,4 +1,4 @@
-#include "steno/serve/rate_meter.h"
+#include "serve/rate_meter.h"
 
 #include <algorithm>
 

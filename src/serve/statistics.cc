@@ -1,4 +1,4 @@
-#include "steno/serve/statistics.h"
+#include "serve/statistics.h"
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>

@@ -1,4 +1,4 @@
-#include "steno/asr/wer.h"
+#include "asr/wer.h"
 
 #include <gtest/gtest.h>
 

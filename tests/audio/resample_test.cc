@@ -4,7 +4,7 @@
 #include <numbers>
 
 #include "audio_fixtures.h"
-#include "steno/audio/resample.h"
+#include "audio/resample.h"
 #include "steno/core/error.h"
 
 namespace steno::audio {

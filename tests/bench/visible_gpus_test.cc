@@ -1,6 +1,6 @@
 // CUDA_VISIBLE_DEVICES → NVML indices: the load client must sample the GPU its server runs on when another run is
 // busy on the host's other GPU.
-#include "steno/bench/visible_gpus.h"
+#include "bench/visible_gpus.h"
 
 #include <gtest/gtest.h>
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "steno/core/nvml.h"
+#include "core/nvml.h"
 
 namespace steno::nvml {
 namespace {

@@ -11,10 +11,10 @@
 
 #include "../error_util.h"
 #include "steno/core/cuda.h"
-#include "steno/core/cuda_fault.h"
-#include "steno/core/cuda_shared_memory.h"
+#include "core/cuda_fault.h"
+#include "core/cuda_shared_memory.h"
 #include "steno/core/error.h"
-#include "steno/core/weight_arena.h"
+#include "core/weight_arena.h"
 
 namespace steno::cuda {
 namespace {

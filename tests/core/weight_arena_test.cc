@@ -10,7 +10,7 @@
 
 #include "../error_util.h"
 #include "steno/core/error.h"
-#include "steno/core/weight_arena.h"
+#include "core/weight_arena.h"
 
 namespace steno {
 namespace {

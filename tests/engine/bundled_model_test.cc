@@ -13,7 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "steno/asr/wer.h"
+#include "asr/wer.h"
 
 namespace steno::testing {
 namespace {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "steno/core/error.h"
-#include "steno/serve/batch_queue.h"
+#include "serve/batch_queue.h"
 #include "test_requests.h"
 
 namespace steno::serve {

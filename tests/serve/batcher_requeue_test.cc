@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "steno/serve/batcher.h"
+#include "serve/batcher.h"
 #include "test_requests.h"
 
 namespace steno::serve {

@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "steno/serve/batcher.h"
+#include "serve/batcher.h"
 #include "test_requests.h"
 
 namespace steno::serve {

@@ -11,9 +11,9 @@
 #include <mutex>
 
 #include "steno/core/error.h"
-#include "steno/serve/executor_pool.h"
-#include "steno/serve/completer.h"
-#include "steno/serve/lanes.h"
+#include "serve/executor_pool.h"
+#include "serve/completer.h"
+#include "serve/lanes.h"
 #include "test_requests.h"
 
 namespace steno::serve {

@@ -11,8 +11,8 @@
 #include <mutex>
 
 #include "../error_util.h"
-#include "steno/serve/completer.h"
-#include "steno/serve/executor_pool.h"
+#include "serve/completer.h"
+#include "serve/executor_pool.h"
 #include "test_requests.h"
 
 namespace steno::serve {

@@ -10,7 +10,7 @@
 #include "steno/audio/decode.h"
 #include "steno/core/cuda.h"
 #include "steno/core/error.h"
-#include "steno/serve/lanes.h"
+#include "serve/lanes.h"
 
 namespace steno::serve {
 namespace {

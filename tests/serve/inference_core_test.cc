@@ -16,8 +16,8 @@
 #include "metrics_text.h"
 #include "steno/audio/decode.h"
 #include "steno/core/error.h"
-#include "steno/serve/inference_core.h"
-#include "steno/serve/lanes.h"
+#include "serve/inference_core.h"
+#include "serve/lanes.h"
 
 namespace steno::serve {
 namespace {

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "metrics_text.h"
-#include "steno/serve/completer.h"
-#include "steno/serve/statistics.h"
+#include "serve/completer.h"
+#include "serve/statistics.h"
 #include "test_requests.h"
 
 namespace steno::serve {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "steno/serve/completion.h"
+#include "serve/completion.h"
 
 namespace steno::serve::testing {
 

@@ -8,9 +8,9 @@
 
 #include "steno/core/allocator.h"
 #include "steno/core/cuda.h"
-#include "steno/core/cuda_fault.h"
+#include "core/cuda_fault.h"
 #include "steno/core/error.h"
-#include "steno/core/weight_arena.h"
+#include "core/weight_arena.h"
 
 namespace steno::cuda {
 namespace {

@@ -1,6 +1,6 @@
 // steno::cuda in a build without the CUDA toolkit: no devices, and a clear error for anything that needs one.
 #include "steno/core/cuda.h"
-#include "steno/core/cuda_fault.h"
+#include "core/cuda_fault.h"
 #include "steno/core/error.h"
 #include "not_built.h"
 

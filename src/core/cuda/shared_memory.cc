@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "steno/core/cuda.h"
-#include "steno/core/cuda_shared_memory.h"
+#include "core/cuda_shared_memory.h"
 #include "steno/core/error.h"
 #include "driver_entry.h"
 

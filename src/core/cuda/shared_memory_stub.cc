@@ -1,5 +1,5 @@
 // SharedDeviceMemory in a build without the CUDA toolkit: every call says so (as cuda_stub.cc does).
-#include "steno/core/cuda_shared_memory.h"
+#include "core/cuda_shared_memory.h"
 #include "steno/core/error.h"
 #include "not_built.h"
 

@@ -9,7 +9,7 @@
 
 #include "steno/core/error.h"
 #include "steno/ops/fault.h"
-#include "steno/serve/fleet/fault_injection.h"
+#include "serve/fleet/fault_injection.h"
 
 namespace steno::serve::fleet {
 

@@ -1,11 +1,11 @@
-#include "steno/serve/fleet/fleet_metrics.h"
+#include "serve/fleet/fleet_metrics.h"
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
-#include "steno/serve/fleet/wire.h"
+#include "serve/fleet/wire.h"
 
 namespace steno::serve::fleet {
 namespace {

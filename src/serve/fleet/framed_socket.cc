@@ -1,4 +1,4 @@
-#include "steno/serve/fleet/framed_socket.h"
+#include "serve/fleet/framed_socket.h"
 
 #include <fcntl.h>
 #include <poll.h>

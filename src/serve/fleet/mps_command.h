@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "steno/serve/fleet/mps.h"
+#include "serve/fleet/mps.h"
 
 namespace steno::serve::fleet {
 

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "steno/core/error.h"
-#include "steno/serve/fleet/mps.h"
+#include "serve/fleet/mps.h"
 
 namespace steno::serve::fleet {
 namespace {

@@ -1,4 +1,4 @@
-#include "steno/serve/fleet/mps_monitor.h"
+#include "serve/fleet/mps_monitor.h"
 
 #include <prometheus/family.h>
 #include <prometheus/gauge.h>

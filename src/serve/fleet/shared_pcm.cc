@@ -1,4 +1,4 @@
-#include "steno/serve/fleet/shared_pcm.h"
+#include "serve/fleet/shared_pcm.h"
 
 #include <sys/mman.h>
 #include <sys/stat.h>

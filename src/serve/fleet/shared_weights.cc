@@ -9,9 +9,9 @@
 #include <functional>
 #include <vector>
 
-#include "steno/core/cuda_shared_memory.h"
+#include "core/cuda_shared_memory.h"
 #include "steno/core/error.h"
-#include "steno/core/weight_arena.h"
+#include "core/weight_arena.h"
 
 namespace steno::serve::fleet {
 namespace {

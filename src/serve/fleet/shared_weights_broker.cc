@@ -1,4 +1,4 @@
-#include "steno/serve/fleet/shared_weights_broker.h"
+#include "serve/fleet/shared_weights_broker.h"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>

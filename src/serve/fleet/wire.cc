@@ -1,4 +1,4 @@
-#include "steno/serve/fleet/wire.h"
+#include "serve/fleet/wire.h"
 
 #include <fmt/format.h>
 #include <bit>

@@ -15,12 +15,12 @@
 #include <thread>
 
 #include "steno/asr/model.h"
-#include "steno/core/cuda_fault.h"
-#include "steno/core/nvml.h"
-#include "steno/serve/lanes.h"
-#include "steno/serve/fleet/fault_injection.h"
-#include "steno/serve/fleet/framed_socket.h"
-#include "steno/serve/fleet/shared_pcm.h"
+#include "core/cuda_fault.h"
+#include "core/nvml.h"
+#include "serve/lanes.h"
+#include "serve/fleet/fault_injection.h"
+#include "serve/fleet/framed_socket.h"
+#include "serve/fleet/shared_pcm.h"
 #include "steno/serve/fleet/shared_weights.h"
 
 namespace steno::serve::fleet {

@@ -1,4 +1,4 @@
-#include "steno/serve/fleet/worker_executor.h"
+#include "serve/fleet/worker_executor.h"
 
 #include <spdlog/spdlog.h>
 
@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "steno/core/error.h"
-#include "steno/serve/fleet/shared_pcm.h"
+#include "serve/fleet/shared_pcm.h"
 
 namespace steno::serve::fleet {
 

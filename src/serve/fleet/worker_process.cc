@@ -1,4 +1,4 @@
-#include "steno/serve/fleet/worker_process.h"
+#include "serve/fleet/worker_process.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "steno/serve/fleet/worker_supervisor.h"
+#include "serve/fleet/worker_supervisor.h"
 
 #include <signal.h>
 #include <spdlog/spdlog.h>

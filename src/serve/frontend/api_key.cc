@@ -1,4 +1,4 @@
-#include "steno/serve/frontend/api_key.h"
+#include "serve/frontend/api_key.h"
 
 #include <cctype>
 

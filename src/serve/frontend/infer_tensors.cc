@@ -1,4 +1,4 @@
-#include "steno/serve/frontend/infer_tensors.h"
+#include "serve/frontend/infer_tensors.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

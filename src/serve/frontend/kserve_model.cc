@@ -1,4 +1,4 @@
-#include "steno/serve/frontend/kserve_model.h"
+#include "serve/frontend/kserve_model.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

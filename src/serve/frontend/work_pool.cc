@@ -1,4 +1,4 @@
-#include "steno/serve/frontend/work_pool.h"
+#include "serve/frontend/work_pool.h"
 
 #include <algorithm>
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "steno/serve/frontend/work_pool.h"
-#include "steno/serve/grpc/server.h"
+#include "serve/frontend/work_pool.h"
+#include "serve/grpc/server.h"
 
 namespace steno::serve::rpc {
 

@@ -9,7 +9,7 @@
 
 #include "status.h"
 #include "steno/core/error.h"
-#include "steno/serve/frontend/kserve_model.h"
+#include "serve/frontend/kserve_model.h"
 #include "tensor_codec.h"
 
 namespace steno::serve::rpc {

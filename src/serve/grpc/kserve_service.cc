@@ -4,7 +4,7 @@
 
 #include "infer_call.h"
 #include "status.h"
-#include "steno/serve/frontend/kserve_model.h"
+#include "serve/frontend/kserve_model.h"
 #include "tensor_codec.h"
 
 namespace steno::serve::rpc {

@@ -1,5 +1,5 @@
 // GrpcServer: the gRPC server (listening port, message size limit, the service) and its orderly stop.
-#include "steno/serve/grpc/server.h"
+#include "serve/grpc/server.h"
 
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>

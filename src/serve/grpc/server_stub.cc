@@ -1,7 +1,7 @@
 // GrpcServer in a build without gRPC (STENO_WITH_GRPC=OFF, or gRPC not found): it can be named and constructed,
 // and start() explains why it cannot serve.
 #include "steno/core/error.h"
-#include "steno/serve/grpc/server.h"
+#include "serve/grpc/server.h"
 
 namespace steno::serve::rpc {
 

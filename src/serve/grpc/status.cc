@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "steno/serve/frontend/api_key.h"
+#include "serve/frontend/api_key.h"
 
 namespace steno::serve::rpc {
 

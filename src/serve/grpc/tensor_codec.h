@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "grpc_service.pb.h"
-#include "steno/serve/frontend/infer_tensors.h"
-#include "steno/serve/frontend/kserve_model.h"
+#include "serve/frontend/infer_tensors.h"
+#include "serve/frontend/kserve_model.h"
 #include "steno/serve/service.h"
 
 namespace steno::serve::rpc {

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "errors.h"
-#include "steno/serve/http/router.h"
-#include "steno/serve/http/server.h"
+#include "serve/http/router.h"
+#include "serve/http/server.h"
 
 namespace steno::serve::http {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "steno/core/error.h"
-#include "steno/serve/http/message.h"
+#include "serve/http/message.h"
 #include "steno/serve/service.h"
 
 namespace steno::serve::http {

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kserve_tensors.h"
-#include "steno/serve/frontend/kserve_model.h"
+#include "serve/frontend/kserve_model.h"
 
 namespace steno::serve::http {
 namespace {

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "steno/serve/frontend/infer_tensors.h"
-#include "steno/serve/http/message.h"
+#include "serve/frontend/infer_tensors.h"
+#include "serve/http/message.h"
 
 namespace steno::serve::http {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "steno/serve/http/message.h"
+#include "serve/http/message.h"
 
 namespace steno::serve::http {
 

@@ -1,4 +1,4 @@
-#include "steno/serve/http/message.h"
+#include "serve/http/message.h"
 
 #include <strings.h>
 

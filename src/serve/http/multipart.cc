@@ -1,6 +1,6 @@
 // multipart/form-data, RFC 2046 §5.1.1: body = [preamble CRLF] "--" boundary *LWSP CRLF part
 // *(CRLF "--" boundary *LWSP CRLF part) CRLF "--" boundary "--" [epilogue]; part = headers CRLF data.
-#include "steno/serve/http/multipart.h"
+#include "serve/http/multipart.h"
 
 #include <string.h>  // memmem: glibc's two-way search, linear in the worst case (an adversarial body cannot make
                      // the delimiter search quadratic, as a naive find could)

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "header_value.h"
-#include "steno/serve/http/multipart.h"
+#include "serve/http/multipart.h"
 #include "transcript_formats.h"
 
 namespace steno::serve::http {

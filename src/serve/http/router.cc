@@ -1,4 +1,4 @@
-#include "steno/serve/http/router.h"
+#include "serve/http/router.h"
 
 #include <algorithm>
 

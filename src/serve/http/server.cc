@@ -1,6 +1,6 @@
 // HttpServer: the routes (OpenAI, KServe, /metrics), authentication, and the hand-off from the transport to the
 // handlers (inline on the I/O thread for cheap ones, on the work pool for those that parse bodies or decode audio).
-#include "steno/serve/http/server.h"
+#include "serve/http/server.h"
 
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -10,8 +10,8 @@
 #include "kserve_api.h"
 #include "listener.h"
 #include "openai_api.h"
-#include "steno/serve/frontend/api_key.h"
-#include "steno/serve/frontend/work_pool.h"
+#include "serve/frontend/api_key.h"
+#include "serve/frontend/work_pool.h"
 
 namespace steno::serve::http {
 namespace {

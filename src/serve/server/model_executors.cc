@@ -6,10 +6,10 @@
 
 #include "steno/asr/model.h"
 #include "steno/core/error.h"
-#include "steno/serve/fleet/fleet_metrics.h"
-#include "steno/serve/fleet/worker_executor.h"
-#include "steno/serve/frontend/kserve_model.h"
-#include "steno/serve/lanes.h"
+#include "serve/fleet/fleet_metrics.h"
+#include "serve/fleet/worker_executor.h"
+#include "serve/frontend/kserve_model.h"
+#include "serve/lanes.h"
 
 namespace steno::serve {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "steno/serve/config.h"
-#include "steno/serve/fleet/mps.h"
-#include "steno/serve/inference_core.h"
+#include "serve/fleet/mps.h"
+#include "serve/inference_core.h"
 
 namespace steno::serve {
 

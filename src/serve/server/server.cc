@@ -8,10 +8,10 @@
 
 #include "model_executors.h"
 #include "steno/core/error.h"
-#include "steno/serve/fleet/mps_monitor.h"
-#include "steno/serve/grpc/server.h"
-#include "steno/serve/http/server.h"
-#include "steno/serve/inference_core.h"
+#include "serve/fleet/mps_monitor.h"
+#include "serve/grpc/server.h"
+#include "serve/http/server.h"
+#include "serve/inference_core.h"
 
 namespace steno::serve {
 namespace {

@@ -19,7 +19,7 @@
 #include "../golden.h"
 #include "steno/asr/model.h"
 #include "steno/asr/transcriber.h"
-#include "steno/asr/wer.h"
+#include "asr/wer.h"
 #include "steno/audio/decode.h"
 #include "steno/core/cuda.h"
 #include "steno/ops/copy.h"

@@ -12,7 +12,7 @@
 #include "mps_command.h"
 #include "steno/core/cuda.h"
 #include "steno/core/error.h"
-#include "steno/serve/fleet/mps.h"
+#include "serve/fleet/mps.h"
 
 namespace steno::serve::fleet {
 namespace {

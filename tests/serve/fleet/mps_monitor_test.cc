@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "steno/serve/fleet/mps_monitor.h"
+#include "serve/fleet/mps_monitor.h"
 
 namespace steno::serve::fleet {
 namespace {

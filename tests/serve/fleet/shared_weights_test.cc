@@ -19,8 +19,8 @@
 #include "../metrics_text.h"
 #include "steno/audio/decode.h"
 #include "steno/core/cuda.h"
-#include "steno/serve/fleet/worker_executor.h"
-#include "steno/serve/inference_core.h"
+#include "serve/fleet/worker_executor.h"
+#include "serve/inference_core.h"
 
 namespace steno::serve {
 namespace {

@@ -11,9 +11,9 @@
 #include <thread>
 #include <utility>
 
-#include "steno/serve/fleet/framed_socket.h"
-#include "steno/serve/fleet/shared_pcm.h"
-#include "steno/serve/fleet/wire.h"
+#include "serve/fleet/framed_socket.h"
+#include "serve/fleet/shared_pcm.h"
+#include "serve/fleet/wire.h"
 
 namespace steno::serve::fleet {
 namespace {

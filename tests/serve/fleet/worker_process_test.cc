@@ -11,9 +11,9 @@
 #include <fstream>
 #include <string>
 
-#include "steno/serve/fleet/worker_supervisor.h"
+#include "serve/fleet/worker_supervisor.h"
 #include "steno/serve/fleet/shared_weights.h"
-#include "steno/serve/fleet/worker_process.h"
+#include "serve/fleet/worker_process.h"
 
 namespace steno::serve::fleet {
 namespace {

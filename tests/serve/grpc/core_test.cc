@@ -11,7 +11,7 @@
 #include "../metrics_text.h"
 #include "core_server.h"
 #include "grpc_test_util.h"
-#include "steno/serve/inference_core.h"
+#include "serve/inference_core.h"
 
 namespace steno::testing {
 namespace {

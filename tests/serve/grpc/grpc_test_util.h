@@ -16,7 +16,7 @@
 
 #include "fake_service.h"
 #include "grpc_service.grpc.pb.h"
-#include "steno/serve/grpc/server.h"
+#include "serve/grpc/server.h"
 
 namespace steno::testing {
 

@@ -9,7 +9,7 @@
 
 #include "grpc_test_util.h"
 #include "steno/audio/decode.h"
-#include "steno/audio/resample.h"
+#include "audio/resample.h"
 
 namespace steno::testing {
 namespace {

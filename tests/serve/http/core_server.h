@@ -10,8 +10,8 @@
 
 #include "fake_service.h"
 #include "steno/serve/config.h"
-#include "steno/serve/http/server.h"
-#include "steno/serve/inference_core.h"
+#include "serve/http/server.h"
+#include "serve/inference_core.h"
 
 namespace steno::testing {
 

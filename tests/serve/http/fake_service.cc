@@ -5,7 +5,7 @@
 #include "steno/asr/model.h"
 #include "steno/asr/transcriber.h"
 #include "steno/ops/context.h"
-#include "steno/serve/audio_input.h"
+#include "serve/audio_input.h"
 
 namespace steno::testing {
 

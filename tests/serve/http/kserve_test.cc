@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "steno/audio/decode.h"
-#include "steno/audio/resample.h"
+#include "audio/resample.h"
 #include "core_server.h"
 #include "../metrics_text.h"
 #include "test_server.h"

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "steno/core/error.h"
-#include "steno/serve/http/multipart.h"
+#include "serve/http/multipart.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "steno/core/error.h"
-#include "steno/serve/http/multipart.h"
+#include "serve/http/multipart.h"
 
 namespace steno::serve::http {
 namespace {

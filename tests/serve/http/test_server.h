@@ -5,7 +5,7 @@
 #include <string>
 
 #include "fake_service.h"
-#include "steno/serve/http/server.h"
+#include "serve/http/server.h"
 #include "test_client.h"
 
 namespace steno::testing {

@@ -8,7 +8,7 @@
 #include "errors.h"
 #include "header_value.h"
 #include "kserve_tensors.h"
-#include "steno/serve/http/router.h"
+#include "serve/http/router.h"
 #include "test_client.h"
 #include "transcript_formats.h"
 

@@ -19,7 +19,7 @@
 
 #include "steno/asr/model.h"
 #include "steno/core/dtype.h"
-#include "steno/serve/fleet/unique_fd.h"
+#include "steno/core/unique_fd.h"
 
 namespace steno::serve::fleet {
 

@@ -5,7 +5,7 @@
 
 #include <utility>
 
-namespace steno::serve::fleet {
+namespace steno {
 
 class UniqueFd {
  public:
@@ -32,4 +32,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace steno::serve::fleet
+}  // namespace steno

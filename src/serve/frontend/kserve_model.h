@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "steno/asr/transcript.h"
-#include "steno/serve/frontend/infer_tensors.h"
+#include "serve/frontend/infer_tensors.h"
 #include "steno/serve/service.h"
 
 namespace steno::serve {

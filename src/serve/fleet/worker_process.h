@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "steno/serve/fleet/framed_socket.h"
+#include "serve/fleet/framed_socket.h"
 
 namespace steno::serve::fleet {
 

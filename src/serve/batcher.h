@@ -11,7 +11,7 @@
 #include <optional>
 #include <thread>
 
-#include "steno/serve/batch_queue.h"
+#include "serve/batch_queue.h"
 
 namespace steno::serve {
 

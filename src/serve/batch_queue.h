@@ -20,9 +20,9 @@
 #include <span>
 #include <vector>
 
-#include "steno/serve/batch.h"
-#include "steno/serve/completion.h"
-#include "steno/serve/rate_meter.h"
+#include "serve/batch.h"
+#include "serve/completion.h"
+#include "serve/rate_meter.h"
 
 namespace steno::serve {
 

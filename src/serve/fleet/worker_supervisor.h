@@ -29,10 +29,10 @@
 #include "steno/core/device.h"
 #include "steno/core/dtype.h"
 #include "steno/ops/context.h"
-#include "steno/serve/executor.h"
-#include "steno/serve/fleet/fleet_metrics.h"
-#include "steno/serve/fleet/shared_weights_broker.h"
-#include "steno/serve/fleet/worker_process.h"
+#include "serve/executor.h"
+#include "serve/fleet/fleet_metrics.h"
+#include "serve/fleet/shared_weights_broker.h"
+#include "serve/fleet/worker_process.h"
 
 namespace steno::serve::fleet {
 

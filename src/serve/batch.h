@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "steno/serve/request.h"
+#include "serve/request.h"
 
 namespace steno::serve {
 

@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "steno/serve/batcher.h"
-#include "steno/serve/executor_pool.h"
-#include "steno/serve/statistics.h"
+#include "serve/batcher.h"
+#include "serve/executor_pool.h"
+#include "serve/statistics.h"
 
 namespace steno::serve {
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "steno/serve/http/message.h"
+#include "serve/http/message.h"
 
 namespace steno::serve::http {
 

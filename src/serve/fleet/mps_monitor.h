@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "steno/serve/fleet/mps.h"
+#include "serve/fleet/mps.h"
 
 namespace prometheus {
 class Registry;

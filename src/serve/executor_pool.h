@@ -23,10 +23,10 @@
 #include <thread>
 #include <vector>
 
-#include "steno/serve/batch_cap.h"
-#include "steno/serve/batcher.h"
-#include "steno/serve/executor.h"
-#include "steno/serve/statistics.h"
+#include "serve/batch_cap.h"
+#include "serve/batcher.h"
+#include "serve/executor.h"
+#include "serve/statistics.h"
 
 namespace steno::serve {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "steno/serve/executor.h"
-#include "steno/serve/fleet/worker_supervisor.h"
+#include "serve/executor.h"
+#include "serve/fleet/worker_supervisor.h"
 
 namespace steno::serve::fleet {
 

@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "steno/serve/request.h"
+#include "serve/request.h"
 
 namespace steno::serve {
 

@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
-#include "steno/serve/fleet/unique_fd.h"
-#include "steno/serve/fleet/wire.h"
+#include "steno/core/unique_fd.h"
+#include "serve/fleet/wire.h"
 
 namespace steno::serve::fleet {
 

@@ -16,7 +16,7 @@
 
 #include "steno/asr/transcriber.h"
 #include "steno/core/error.h"
-#include "steno/serve/batch.h"
+#include "serve/batch.h"
 
 namespace steno::serve {
 

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "steno/serve/completion.h"
-#include "steno/serve/statistics.h"
+#include "serve/completion.h"
+#include "serve/statistics.h"
 
 namespace steno::serve {
 

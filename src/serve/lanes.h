@@ -13,7 +13,7 @@
 #include "steno/asr/model.h"
 #include "steno/asr/transcriber.h"
 #include "steno/ops/context.h"
-#include "steno/serve/executor.h"
+#include "serve/executor.h"
 
 namespace steno::serve {
 

@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "steno/serve/batcher.h"
-#include "steno/serve/executor.h"
-#include "steno/serve/executor_pool.h"
-#include "steno/serve/lanes.h"
-#include "steno/serve/model_registry.h"
+#include "serve/batcher.h"
+#include "serve/executor.h"
+#include "serve/executor_pool.h"
+#include "serve/lanes.h"
+#include "serve/model_registry.h"
 #include "steno/serve/service.h"
-#include "steno/serve/statistics.h"
+#include "serve/statistics.h"
 
 namespace prometheus {
 class Registry;

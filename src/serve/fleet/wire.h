@@ -25,7 +25,7 @@
 #include "steno/asr/transcriber.h"
 #include "steno/asr/transcript.h"
 #include "steno/core/error.h"
-#include "steno/serve/request.h"
+#include "serve/request.h"
 
 namespace steno::serve::fleet {
 

@@ -18,10 +18,10 @@
 #include <cstdint>
 #include <mutex>
 
-#include "steno/serve/fleet/fleet_metrics.h"
+#include "serve/fleet/fleet_metrics.h"
 #include "steno/serve/fleet/shared_weights.h"
-#include "steno/serve/fleet/unique_fd.h"
-#include "steno/serve/fleet/wire.h"
+#include "steno/core/unique_fd.h"
+#include "serve/fleet/wire.h"
 
 namespace steno::serve::fleet {
 
