@@ -88,11 +88,21 @@ std::optional<double> ogg_by_granule(std::span<const uint8_t> b, Container c, ui
   return std::nullopt;
 }
 
+// Where the audio data starts, so that metadata before it (FLAC's padding and seek table, a WAV's LIST chunk) does
+// not count as audio when extrapolating; 0 when unknown.
+uint64_t audio_start(std::span<const uint8_t> b, const Sniffed& sniffed, uint64_t total) {
+  if (sniffed.container == Container::kFlac) return flac_first_frame(b, sniffed.audio_offset).value_or(0);
+  const auto chunk = probe_data_chunk(b, sniffed.container, total);
+  return chunk ? total - chunk->present_bytes : 0;
+}
+
 // Decodes (at most the first MiB of) the prefix: the seconds it holds, scaled to the whole file.
-std::optional<double> by_decoding(std::span<const uint8_t> b, uint64_t total) {
+std::optional<double> by_decoding(std::span<const uint8_t> b, const Sniffed& sniffed, uint64_t total) {
   const std::span<const uint8_t> part = b.first(std::min(b.size(), kMaxDecodedPrefix));
+  const uint64_t start = audio_start(b, sniffed, total);
+  if (start >= part.size()) return std::nullopt;
   const DecodedAudio a = decode_audio(part, {.max_duration_s = 1e7, .max_bytes = part.size()});
-  return extrapolate(a.duration_s(), part.size(), 0, total);
+  return extrapolate(a.duration_s(), part.size() - start, start, total);
 }
 
 std::optional<DurationEstimate> estimate(std::span<const uint8_t> prefix, uint64_t total) {
@@ -102,7 +112,7 @@ std::optional<DurationEstimate> estimate(std::span<const uint8_t> prefix, uint64
   switch (sniffed.container) {
     case Container::kMp3: s = mp3_by_frames(prefix, sniffed.audio_offset, total); break;
     case Container::kOggVorbis: case Container::kOggOpus: s = ogg_by_granule(prefix, sniffed.container, total); break;
-    case Container::kWav: case Container::kAiff: case Container::kFlac: s = by_decoding(prefix, total); break;
+    case Container::kWav: case Container::kAiff: case Container::kFlac: s = by_decoding(prefix, sniffed, total); break;
   }
   if (!s || !std::isfinite(*s) || *s < 0) return std::nullopt;
   return DurationEstimate{*s, false};

@@ -85,6 +85,16 @@ std::optional<FlacStreamInfo> flac_stream_info(std::span<const uint8_t> b, size_
   return info;
 }
 
+std::optional<size_t> flac_first_frame(std::span<const uint8_t> b, size_t offset) {
+  // Each metadata block: 1 byte (last-block flag, type), a 24-bit length, the body.
+  for (size_t at = offset + 4; at + 4 <= b.size();) {
+    const bool last = b[at] & 0x80;
+    at += 4 + bits_be(b, at + 1, 3);
+    if (last) return at <= b.size() ? std::optional<size_t>(at) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::optional<uint64_t> flac_last_frame_start(std::span<const uint8_t> b, const FlacStreamInfo& info) {
   const size_t window = info.max_framesize > 0 ? 2 * size_t{info.max_framesize} + 64 : size_t{1} << 20;
   const size_t lowest = b.size() > window ? b.size() - window : 0;

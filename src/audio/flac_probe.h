@@ -21,6 +21,10 @@ struct FlacStreamInfo {
 // there in full or states impossible values (zero rate or block size).
 std::optional<FlacStreamInfo> flac_stream_info(std::span<const uint8_t> bytes, size_t offset);
 
+// Where the first frame starts: after the metadata blocks that follow the "fLaC" marker at `offset`; nullopt if the
+// blocks run past the end of `bytes`.
+std::optional<size_t> flac_first_frame(std::span<const uint8_t> bytes, size_t offset);
+
 // The number of the first sample of the last frame whose header is intact (sync code, valid fields, channels as in
 // STREAMINFO, CRC-8 correct), searched backwards from the end of `bytes` over a few maximal frame lengths; nullopt
 // when none is found there.

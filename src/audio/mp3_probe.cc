@@ -74,8 +74,9 @@ std::optional<Mp3FrameHeader> mp3_frame_header(std::span<const uint8_t> b, size_
 
 std::optional<Mp3Stated> mp3_stated(std::span<const uint8_t> b, size_t first_frame) {
   const auto h = mp3_frame_header(b, first_frame);
-  if (!h || h->layer != 3 || h->length == 0) return std::nullopt;
-  const size_t frame_end = std::min(b.size(), first_frame + h->length);
+  // The whole frame: a LAME tag cut off would leave the delay and padding, and so the exact length, unknown.
+  if (!h || h->layer != 3 || h->length == 0 || h->length > b.size() - first_frame) return std::nullopt;
+  const size_t frame_end = first_frame + h->length;
   // Xing/Info: after the side information; VBRI (Fraunhofer): always 32 bytes after the header.
   const size_t xing = first_frame + 4 + (h->crc ? 2 : 0) + side_info_bytes(*h);
   if (xing + 8 <= frame_end && (tag_at(b, xing, "Xing") || tag_at(b, xing, "Info"))) {
