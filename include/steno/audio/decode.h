@@ -53,7 +53,9 @@ struct DecodedAudio {
 // Decodes a whole file held in memory. Thread-safe; the bytes are only read during the call.
 DecodedAudio decode_audio(std::span<const uint8_t> bytes, const AudioLimits& limits = {});
 
-// Reads `path` (kNotFound if it does not exist; kOutOfRange if larger than limits.max_bytes) and decodes it.
+// Decodes the file at `path` (kNotFound if it does not exist; kOutOfRange if larger than limits.max_bytes). A
+// regular file is mapped, not read, so one whose header states a length over limits.max_duration_s is refused after
+// touching only its first pages; a pipe or device is read, at most limits.max_bytes of it.
 DecodedAudio load_audio_file(const std::string& path, const AudioLimits& limits = {});
 
 struct DurationEstimate {
