@@ -21,6 +21,8 @@ std::optional<std::string> data_chunk_short(const DataChunk& c, const EndEvidenc
     return fmt::format("the {} header says {} bytes of audio data, the file holds {}", e.container,
                        c.declared_bytes, c.present_bytes);
   }
+  // An AIFF's COMM chunk counts the frames too, and may be the one that was written last.
+  if (c.comm_frames > e.decoded_frames && c.block_align > 0) return frames_short(e.container, c.comm_frames, e);
   // The audio data is whole but the file around it was cut: what followed it (tags, cue points) is lost.
   if (c.declared_file_bytes > c.file_bytes)
     return fmt::format("the {} header says the file is {} bytes, it holds {}", e.container, c.declared_file_bytes,

@@ -167,6 +167,21 @@ TEST_F(TruncatedCodecs, Aiff) {
                                                   frames, frames / 16000.0, present(frames))));
 }
 
+TEST_F(TruncatedCodecs, AiffWhoseFrameCountOverstatesItsSoundData) {
+  // The SSND chunk and the file agree, but COMM promises 100 frames more than they hold.
+  ASSERT_EQ(errors_, "");
+  std::vector<uint8_t> aiff = bytes("t.aiff");
+  const auto comm = std::search(aiff.begin(), aiff.end(), std::begin("COMM"), std::end("COMM") - 1) - aiff.begin();
+  const size_t frames_at = static_cast<size_t>(comm) + 10;  // after the id, the size and the channel count
+  ASSERT_EQ(aiff[frames_at + 2] * 256 + aiff[frames_at + 3], 64000 % 65536);
+  const uint32_t more = 64100;
+  for (int i = 0; i < 4; ++i) aiff[frames_at + static_cast<size_t>(i)] = static_cast<uint8_t>(more >> (24 - 8 * i));
+  const DecodedAudio a = decode_audio(aiff);
+  EXPECT_EQ(a.samples.size(), 64000u);
+  EXPECT_THAT(a.warnings, ElementsAre("truncated: the AIFF header says 64100 frames (4.01 s), the file holds 64000 "
+                                      "(4.00 s); transcribed the 4.00 s present"));
+}
+
 TEST_F(TruncatedCodecs, FlacCutInsideAFrame) {
   ASSERT_EQ(errors_, "");
   std::string error;
