@@ -74,7 +74,8 @@ FileBytes::FileBytes(const std::string& path, size_t max_bytes) {
     fail(ErrorCode::kOutOfRange, "audio file {} is {} bytes, over the limit of {} bytes", path, size, max_bytes);
   if (size == 0) return;
   // MAP_PRIVATE and read-only: the pages are the page cache's, counted in this process's memory only once touched.
-  // (Shrinking the file while it is decoded would fault; steno does not decode files that are being rewritten.)
+  // The mapping covers the size at open: a file still being recorded (it only grows) decodes as far as it was then.
+  // One that another process shrinks during the decode would fault (SIGBUS), the price of not copying it first.
   void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (p == MAP_FAILED) {  // a file system without mmap support
     read_ = read_bounded(fd.get(), path, max_bytes);

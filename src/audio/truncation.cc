@@ -4,6 +4,7 @@
 
 #include "flac_probe.h"
 #include "mp3_probe.h"
+#include "steno/audio/decode.h"
 
 namespace steno::audio {
 namespace {
@@ -51,7 +52,9 @@ EndEvidence header_evidence(std::span<const uint8_t> bytes, const Sniffed& sniff
   e.chunk = std::move(chunk);
   switch (sniffed.container) {
     case Container::kWav: case Container::kAiff:
-      if (e.chunk) e.rate = static_cast<int>(e.chunk->sample_rate);
+      // For messages before a decoder opens (the decoder checks the rate): a plausible rate or none.
+      if (e.chunk && e.chunk->sample_rate >= 1 && e.chunk->sample_rate <= kMaxSampleRateIn)
+        e.rate = static_cast<int>(e.chunk->sample_rate);
       break;
     case Container::kOggVorbis: case Container::kOggOpus: e.ogg = ogg_tail(bytes, e.container); break;
     case Container::kMp3: {
