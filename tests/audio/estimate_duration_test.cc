@@ -163,16 +163,22 @@ TEST_F(EstimateDuration, EveryShortPrefixAndCorruptionIsSafe) {
       if (!e) continue;
       ++values;
       ASSERT_TRUE(std::isfinite(e->seconds) && e->seconds >= 0) << n << " bytes: " << e->seconds;
-      if (e->exact) ASSERT_NEAR(e->seconds, kSeconds, 1e-9) << n << " bytes";
+      if (e->exact) {
+        ASSERT_NEAR(e->seconds, kSeconds, 1e-9) << n << " bytes";
+      }
     }
     EXPECT_FALSE(estimate_prefix(file, 3).has_value());  // not even an MP3 frame header
     // Opus states no bitrate, and its first audio page (with a granule position) ends past 4 KiB.
-    if (std::string(name) != "n.opus") EXPECT_GT(values, 0);
+    if (std::string(name) != "n.opus") {
+      EXPECT_GT(values, 0);
+    }
     for (int trial = 0; trial < 300; ++trial) {
       std::vector<uint8_t> bad(file.begin(), file.begin() + 4096);
       for (int k = 0; k < 1 + trial % 4; ++k) bad[rng() % bad.size()] = static_cast<uint8_t>(rng());
       const auto e = estimate_duration_s(bad, file.size());
-      if (e) ASSERT_TRUE(std::isfinite(e->seconds) && e->seconds >= 0) << "trial " << trial;
+      if (e) {
+        ASSERT_TRUE(std::isfinite(e->seconds) && e->seconds >= 0) << "trial " << trial;
+      }
     }
   }
 }

@@ -1,15 +1,13 @@
 // Refusing an over-long file must not read it: load_audio_file maps the file and refuses it from the length its
 // header states, touching only the first pages. Two-hour files (a 230 MB WAV, a FLAC of silence) refused under a
-// 1200 s limit must raise peak RSS by under 100 MB. Each load runs in a forked child whose high-water mark is reset
-// first, so that this process's own history can neither hide the growth nor cause it.
-#include <gmock/gmock.h>
+// 1200 s limit must raise peak RSS by under 100 MB. Each load runs in a fresh process (audio_peak_probe) that resets
+// its high-water mark first, so that this process's history can neither hide the growth nor cause it: a forked
+// child would share this process's freed but resident heap and could reuse it unseen.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <functional>
+#include <filesystem>
+#include <memory>
 #include <sstream>
 
 #include "audio_fixtures.h"
@@ -21,56 +19,25 @@ namespace {
 
 constexpr long kBudgetKb = 100 * 1024;
 
-long vm_hwm_kb() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  return -1;
-}
-
 struct Peak {
   long before_kb = -1, after_kb = -1;
-  std::string outcome;  // what `work` reported
+  std::string outcome;  // what the probe reported
   long growth_kb() const { return after_kb - before_kb; }
 };
 
-// Runs `work` in a forked child and returns its peak-RSS growth. A fresh child's VmHWM starts at its RSS at fork;
-// writing 5 to clear_refs resets it to the current RSS as well, for kernels that would carry more over.
-Peak peak_rss_of(const std::function<std::string()>& work) {
-  int fds[2];
-  if (::pipe(fds) != 0) return {};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    std::ofstream("/proc/self/clear_refs") << "5";
-    const long before = vm_hwm_kb();
-    const std::string outcome = work();
-    const std::string report = std::to_string(before) + " " + std::to_string(vm_hwm_kb()) + " " + outcome;
-    const ssize_t ignored = ::write(fds[1], report.data(), report.size());
-    (void)ignored;
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string report;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) report.append(buf, static_cast<size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+// Runs `audio_peak_probe MODE PATH` and parses its "before after outcome" line.
+Peak probe(const std::string& mode, const std::string& path) {
   Peak p;
-  std::istringstream in(report);
+  FILE* pipe = ::popen((std::string(STENO_AUDIO_PEAK_PROBE) + " " + mode + " '" + path + "'").c_str(), "r");
+  if (pipe == nullptr) return p;
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  ::pclose(pipe);
+  std::istringstream in(out);
   in >> p.before_kb >> p.after_kb;
   std::getline(in >> std::ws, p.outcome);
   return p;
-}
-
-std::string refusal_of(const std::string& path) {
-  try {
-    load_audio_file(path, {.max_duration_s = 1200});
-    return "decoded";
-  } catch (const Error& e) {
-    return std::string(error_code_name(e.code())) + ": " + e.what();
-  }
 }
 
 class PeakMemory : public ::testing::Test {
@@ -90,8 +57,8 @@ class PeakMemory : public ::testing::Test {
 
   void expect_refused_cheaply(const std::string& name) {
     ASSERT_EQ(errors_, "");
-    const Peak p = peak_rss_of([&] { return refusal_of(dir_->file(name)); });
-    ASSERT_GE(p.before_kb, 0) << "no VmHWM from the child";
+    const Peak p = probe("load", dir_->file(name));
+    ASSERT_GE(p.before_kb, 0) << "no report from the probe";
     EXPECT_EQ(p.outcome, std::string(error_code_name(ErrorCode::kOutOfRange)) +
                              ": audio is 7200.0 s, over the limit of 1200 s (--max-audio-seconds)");
     EXPECT_LT(p.growth_kb(), kBudgetKb);
@@ -105,11 +72,12 @@ std::unique_ptr<testing::TempDir> PeakMemory::dir_;
 std::string PeakMemory::errors_;
 
 TEST_F(PeakMemory, TheMeasurementSeesAFileReadWhole) {
-  // The control: reading the WAV into memory, as load_audio_file once did, shows as its full size.
+  // The control: reading the WAV into memory shows as its full size, so a loader that read the file before checking
+  // its header would fail the budget.
   ASSERT_EQ(errors_, "");
-  const Peak p = peak_rss_of([&] { return std::to_string(testing::read_bytes(dir_->file("two_hours.wav")).size()); });
+  const Peak p = probe("read", dir_->file("two_hours.wav"));
   EXPECT_EQ(p.outcome, "230400044");
-  EXPECT_GT(p.growth_kb(), 220 * 1024);
+  EXPECT_GT(p.growth_kb(), 220 * 1024);  // 225,000 kB of file
   std::printf("[ peak RSS ] reading two_hours.wav whole: +%ld kB\n", p.growth_kb());
 }
 
