@@ -121,12 +121,11 @@ std::string SndfileReader::format_name() const {
 // that is the last frame, begun but not finished; in the middle of a file it is corruption, and libsndfile stops
 // there too, so the rest would be silently lost. The two are told apart by what follows: the input was cut if no
 // intact frame header starts after the first frame not decoded (the last intact header in the input begins at or
-// before frames_read_), and frames were decoded before it. Errors go one way only: a frame header found by chance
-// inside a cut frame's data makes that cut an error, while corruption passes for a cut only in the last frame,
-// whose audio is lost either way.
+// before frames_read_). The frames decoded before the cut are kept; with none, decode_audio reports that no audio
+// could be decoded. Errors go one way only: a frame header found by chance inside a cut frame's data makes that cut
+// an error, while corruption passes for a cut only in the last frame, whose audio is lost either way.
 bool SndfileReader::flac_cut_at_end(const std::string& reason) const {
-  if (container_ != Container::kFlac || frames_read_ == 0 || reason.find("lost sync") == std::string::npos)
-    return false;
+  if (container_ != Container::kFlac || reason.find("lost sync") == std::string::npos) return false;
   const auto info = flac_stream_info(mem_.bytes, audio_offset_);
   if (!info) return false;
   const auto last = flac_last_frame_start(mem_.bytes, *info);

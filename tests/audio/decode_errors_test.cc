@@ -184,6 +184,18 @@ TEST_F(CodecErrors, FlacWithoutAnyFrame) {
                       "could be decoded");
 }
 
+TEST_F(CodecErrors, FlacCutInsideItsFirstFrame) {
+  ASSERT_EQ(errors_, "");
+  std::string error;
+  const auto frames = testing::flac_frames(dir_->file("t.flac"), &error);
+  ASSERT_EQ(error, "");
+  std::vector<uint8_t> flac = bytes("t.flac");
+  flac.resize(frames[0].offset + frames[0].bytes / 2);
+  expect_decode_error(flac, ErrorCode::kDataLoss,
+                      "truncated: the FLAC header says 88200 frames (2.00 s), the file holds 0 (0.00 s); no audio "
+                      "could be decoded");
+}
+
 TEST_F(CodecErrors, FlacCorruptInTheMiddleIsNotATruncation) {
   // A frame in the middle loses its sync code: libFLAC loses sync there, as at a cut, but intact frames follow, so
   // decoding the part before it and calling the rest "truncated" would hide the damage.
