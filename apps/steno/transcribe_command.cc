@@ -31,6 +31,7 @@ struct TranscribeOptions {
 struct FileResult {
   std::string path;
   std::string error;  // empty when transcribed
+  std::vector<std::string> warnings;  // decoded with a problem, e.g. truncated (DecodedAudio::warnings)
   asr::Transcript transcript;
   asr::StageTimings timings;  // of the batch the file was in
   double decode_ms = 0;
@@ -48,6 +49,7 @@ nlohmann::json result_json(const FileResult& r) {
   const auto& t = r.timings;
   return {{"file", r.path},
           {"text", r.transcript.text},
+          {"warnings", r.warnings},
           {"duration", r.transcript.audio_seconds},
           {"words", timed_json(r.transcript.words)},
           {"segments", timed_json(r.transcript.segments)},
@@ -103,6 +105,7 @@ int run_transcribe(const TranscribeOptions& opt) {
     try {
       audio::DecodedAudio a = audio::load_audio_file(opt.files[i], limits);
       pcm[i] = std::move(a.samples);
+      results[i].warnings = std::move(a.warnings);
       if (a.sample_rate != model->sample_rate())
         fail(ErrorCode::kInternal, "decoded audio is {} Hz, the model wants {}", a.sample_rate,
              model->sample_rate());
@@ -139,11 +142,13 @@ int run_transcribe(const TranscribeOptions& opt) {
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
 
   int failures = 0;
-  for (const auto& r : results)
+  for (const auto& r : results) {
+    for (const auto& w : r.warnings) std::fprintf(stderr, "steno: %s: warning: %s\n", r.path.c_str(), w.c_str());
     if (!r.error.empty()) {
       ++failures;
       std::fprintf(stderr, "steno: %s: %s\n", r.path.c_str(), r.error.c_str());
     }
+  }
   if (opt.format == "json") {
     nlohmann::json files = nlohmann::json::array();
     for (const auto& r : results) files.push_back(result_json(r));

@@ -1,5 +1,6 @@
 // decode_audio: sniff the container, check what the header claims against the limits and the bytes present, then
-// decode in chunks (mixing to mono and resampling as it goes), so memory is bounded by the 16 kHz output.
+// decode in chunks (mixing to mono and resampling as it goes), so memory is bounded by the 16 kHz output. An input
+// that ends early is decoded as far as it goes, with a warning saying what is missing (truncation.h).
 #include "steno/audio/decode.h"
 
 #include <algorithm>
@@ -8,11 +9,13 @@
 
 #include "chunk_probe.h"
 #include "decoder.h"
+#include "duration_estimate.h"
 #include "ogg_probe.h"
 #include "sniff.h"
 #include "audio/resample.h"
 #include "steno/core/error.h"
 #include "stream_resampler.h"
+#include "truncation.h"
 
 namespace steno::audio {
 namespace {
@@ -40,19 +43,6 @@ void check_stream(const Decoder& decoder, Container container) {
   if (rate < kMinSampleRateIn || rate > kMaxSampleRateIn)
     fail(ErrorCode::kOutOfRange, "sample rate {} Hz is outside the supported range {}..{} Hz", rate,
          kMinSampleRateIn, kMaxSampleRateIn);
-}
-
-// A WAV/AIFF data chunk longer than the input: libsndfile would clamp it silently and decode what is there.
-void check_declared_length(const DataChunk& chunk, Container container, int64_t frames_present) {
-  if (chunk.declared_bytes <= chunk.present_bytes) return;
-  const char* name = container_name(container);
-  if (chunk.block_align > 0) {
-    if (frames_present < 0) frames_present = static_cast<int64_t>(chunk.present_bytes / chunk.block_align);
-    fail(ErrorCode::kDataLoss, "truncated: {} header says {} frames, file has {}", name,
-         chunk.declared_bytes / chunk.block_align, frames_present);
-  }
-  fail(ErrorCode::kDataLoss, "truncated: {} header says {} bytes of audio data, file has {}", name,
-       chunk.declared_bytes, chunk.present_bytes);
 }
 
 void check_finite(std::span<const float> interleaved, int channels, int64_t first_frame, int rate) {
@@ -88,6 +78,33 @@ int64_t decode_stream(Decoder& decoder, const AudioLimits& limits, std::vector<f
   return frames;
 }
 
+// The header says how long the audio is: refuse it now if over the limit, before a decoder reads (or, for a mapped
+// file, before the pages holding the audio are touched).
+void check_stated_duration(std::span<const uint8_t> bytes, const Sniffed& sniffed, const AudioLimits& limits) {
+  const std::optional<double> stated = stated_duration_s(bytes, sniffed, bytes.size());
+  if (stated && *stated > limits.max_duration_s) fail_duration(*stated, limits);
+}
+
+// A decoder that cannot open an input the header evidence shows to be cut off fails for want of audio: say so.
+std::unique_ptr<Decoder> open_decoder_or_explain(std::span<const uint8_t> bytes, const Sniffed& sniffed,
+                                                 const EndEvidence& evidence) {
+  try {
+    return open_decoder(bytes, sniffed);
+  } catch (const Error& e) {
+    const auto shortfall = e.code() == ErrorCode::kDataLoss ? describe_shortfall(evidence) : std::nullopt;
+    if (!shortfall) throw;
+    fail(ErrorCode::kDataLoss, "truncated: {}; no audio could be decoded ({})", *shortfall, e.what());
+  }
+}
+
+// Nothing decoded: an error that says why, since there is nothing to warn about.
+[[noreturn]] void fail_nothing_decoded(const EndEvidence& evidence, int64_t header_frames) {
+  if (const auto shortfall = describe_shortfall(evidence))
+    fail(ErrorCode::kDataLoss, "truncated: {}; no audio could be decoded", *shortfall);
+  if (header_frames == 0) fail(ErrorCode::kInvalidArgument, "audio contains no samples (0 frames)");
+  fail(ErrorCode::kDataLoss, "truncated or corrupt {}: no audio could be decoded", evidence.container);
+}
+
 }  // namespace
 
 DecodedAudio decode_audio(std::span<const uint8_t> bytes, const AudioLimits& limits) {
@@ -99,15 +116,13 @@ DecodedAudio decode_audio(std::span<const uint8_t> bytes, const AudioLimits& lim
 
   // Header checks: nothing is decoded yet.
   const Sniffed sniffed = sniff_container(bytes);
-  const Container container = sniffed.container;
-  const std::optional<DataChunk> chunk = probe_data_chunk(bytes, container);
-  if (container == Container::kOggVorbis || container == Container::kOggOpus)
-    check_ogg_complete(bytes, container_name(container));
-  const std::unique_ptr<Decoder> decoder = open_decoder(bytes, sniffed);
-  check_stream(*decoder, container);
+  std::optional<DataChunk> chunk = probe_data_chunk(bytes, sniffed.container);
+  check_stated_duration(bytes, sniffed, limits);
+  EndEvidence evidence = header_evidence(bytes, sniffed, std::move(chunk));
+  const std::unique_ptr<Decoder> decoder = open_decoder_or_explain(bytes, sniffed, evidence);
+  check_stream(*decoder, sniffed.container);
   const int rate = decoder->sample_rate();
   const int64_t header_frames = decoder->frames();  // -1: unknown
-  if (chunk) check_declared_length(*chunk, container, header_frames);
   if (header_frames >= 0 && static_cast<double>(header_frames) / rate > limits.max_duration_s)
     fail_duration(static_cast<double>(header_frames) / rate, limits);
 
@@ -123,15 +138,15 @@ DecodedAudio decode_audio(std::span<const uint8_t> bytes, const AudioLimits& lim
     const double cap = static_cast<double>(std::max<size_t>(size_t{1} << 24, bytes.size()));
     result.samples.reserve(static_cast<size_t>(std::min(expected, cap)));
   }
-  const int64_t frames = decode_stream(*decoder, limits, result.samples);
+  evidence.rate = rate;
+  evidence.decoded_frames = decode_stream(*decoder, limits, result.samples);
+  // The decoder's own count of what the header states is the one its output length is comparable with.
+  evidence.stated_frames = decoder->stated_frames();
+  evidence.last_frame_cut = evidence.last_frame_cut || decoder->last_frame_cut();
 
-  if (frames == 0) {
-    if (header_frames == 0) fail(ErrorCode::kInvalidArgument, "audio contains no samples (0 frames)");
-    fail(ErrorCode::kDataLoss, "truncated or corrupt {}: no audio could be decoded", container_name(container));
-  }
-  if (header_frames > 0 && frames < header_frames)
-    fail(ErrorCode::kDataLoss, "truncated: {} header says {} frames, file has {}", container_name(container),
-         header_frames, frames);
+  if (evidence.decoded_frames == 0) fail_nothing_decoded(evidence, header_frames);
+  if (const auto shortfall = describe_shortfall(evidence))
+    result.warnings.push_back(truncation_warning(*shortfall, result.duration_s()));
   // Lossy decoders and the resampler can overshoot full scale slightly; float input can exceed it.
   for (float& s : result.samples) s = std::clamp(s, -1.0f, 1.0f);
   return result;

@@ -22,9 +22,16 @@ class Decoder {
   // Frames the stream holds per its headers (WAV/AIFF: clamped by libsndfile to the bytes present; MP3: counted by
   // a full frame scan); -1 when unknown.
   virtual int64_t frames() const = 0;
+  // Frames a header states the stream holds (FLAC STREAMINFO, MP3 Xing/Info/VBRI) -- a claim that a cut-off file
+  // does not live up to; -1 when no header states a count.
+  virtual int64_t stated_frames() const { return -1; }
+  // True when the input ends inside the last frame (libFLAC's lost sync at the end): read() then ends at the last
+  // complete frame. Valid once read() has returned 0.
+  virtual bool last_frame_cut() const { return false; }
   virtual std::string format_name() const = 0;  // "wav/pcm_16", "ogg/opus", "mpeg/layer3", ...
   // Reads up to `frames` interleaved frames into `out` (frames * channels() floats); integer PCM is scaled by
-  // 1/2^(bits-1). Returns the frames read, 0 at the end; throws kDataLoss when the data is corrupt.
+  // 1/2^(bits-1). Returns the frames read, 0 at the end (also where the input ends inside a frame); throws kDataLoss
+  // when the data is corrupt.
   virtual int64_t read(float* out, int64_t frames) = 0;
 };
 

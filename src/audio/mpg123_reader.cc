@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
+#include "mp3_probe.h"
 #include "steno/core/error.h"
 
 namespace steno::audio {
@@ -26,18 +28,8 @@ off_t io_seek(void* user, off_t offset, int whence) {
   return m.seek(offset, whence) ? static_cast<off_t>(m.pos) : -1;
 }
 
-// An Xing/Info (LAME) or VBRI header in the first frame states the stream's frame count; without one, mpg123's
-// pre-scan length is a guess from the file size and cannot reveal truncation. The tag sits after the 4-byte frame
-// header and the side information (at most 32 bytes, plus 2 for a CRC); VBRI at 36.
-bool has_length_header(std::span<const uint8_t> b, size_t first_frame) {
-  const size_t from = first_frame + 4, end = std::min(b.size(), first_frame + 44);
-  for (size_t i = from; i + 4 <= end; ++i) {
-    const char* p = reinterpret_cast<const char*>(b.data() + i);
-    if (std::memcmp(p, "Xing", 4) == 0 || std::memcmp(p, "Info", 4) == 0 || std::memcmp(p, "VBRI", 4) == 0)
-      return true;
-  }
-  return false;
-}
+// The decoder delay mpg123 trims in gapless mode besides the encoder's (GAPLESS_DELAY in libmpg123).
+constexpr int64_t kMpg123DecoderDelay = 529;
 
 [[noreturn]] void fail_mpg123(mpg123_handle* mh, const char* what) {
   fail(ErrorCode::kDataLoss, "malformed MP3 file: {} ({})", what, mh ? mpg123_strerror(mh) : "no handle");
@@ -80,13 +72,21 @@ Mpg123Reader::Mpg123Reader(std::span<const uint8_t> bytes, size_t first_frame) :
     if (mpg123_info2(mh_, &info) == MPG123_OK) format_ = "mpeg/layer" + std::to_string(info.layer);
     else format_ = "mpeg/unknown";
 
-    const off_t announced = mpg123_length(mh_);  // Xing/Info count, or a size-based guess
+    // With an Xing/Info or VBRI frame count, mpg123's length before the scan is that count (less the LAME tag's
+    // delay and padding); without one it is a guess from the file size, which cannot show frames missing.
+    const off_t announced = mpg123_length(mh_);
+    const std::optional<Mp3Stated> stated = mp3_stated(bytes, first_frame);
+    if (stated && announced > 0) stated_frames_ = static_cast<int64_t>(announced);
     if (mpg123_scan(mh_) != MPG123_OK) fail_mpg123(mh_, "frame scan failed");
     const off_t scanned = mpg123_length(mh_);
     frames_ = scanned >= 0 ? static_cast<int64_t>(scanned) : -1;
-    if (has_length_header(bytes, first_frame) && announced > 0 && scanned >= 0 && scanned < announced)
-      fail(ErrorCode::kDataLoss, "truncated: MP3 header says {} frames, file has {}", static_cast<int64_t>(announced),
-           static_cast<int64_t>(scanned));
+    // A stream shorter than its tag states makes mpg123 turn gapless decoding off, start included ("End sample
+    // count smaller than gapless end"), so a cut file would begin with the encoder delay and the decoder's 529
+    // samples that the whole file does not: drop them here, so that a cut file starts like the whole one.
+    if (stated_frames_ > 0 && scanned >= 0 && scanned < announced) {
+      skip_ = stated->encoder_delay + kMpg123DecoderDelay;
+      frames_ = std::max<int64_t>(0, frames_ - skip_);
+    }
   } catch (...) {
     mpg123_delete(mh_);
     throw;
@@ -115,7 +115,15 @@ int64_t Mpg123Reader::read(float* out, int64_t frames) {
       fail(ErrorCode::kDataLoss, "corrupt MP3 data: {}", mpg123_strerror(mh_));
     }
   }
-  return static_cast<int64_t>(got / frame_bytes);
+  int64_t n = static_cast<int64_t>(got / frame_bytes);
+  if (skip_ > 0 && n > 0) {
+    const int64_t drop = std::min(skip_, n);
+    std::memmove(out, out + drop * channels_, static_cast<size_t>((n - drop) * channels_) * sizeof(float));
+    skip_ -= drop;
+    n -= drop;
+    if (n == 0 && !done_) return read(out, frames);  // 0 means the end: read past the dropped frames
+  }
+  return n;
 }
 
 }  // namespace steno::audio

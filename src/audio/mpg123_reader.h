@@ -12,7 +12,7 @@ namespace steno::audio {
 class Mpg123Reader final : public Decoder {
  public:
   // `first_frame`: the offset of the first MPEG frame (after any ID3v2 tag). Throws kDataLoss for a stream with no
-  // decodable frame, or one whose Xing/Info header announces more frames than the data holds ("truncated: ...").
+  // decodable frame.
   Mpg123Reader(std::span<const uint8_t> bytes, size_t first_frame);
   ~Mpg123Reader() override;
   Mpg123Reader(const Mpg123Reader&) = delete;
@@ -21,6 +21,7 @@ class Mpg123Reader final : public Decoder {
   int channels() const override { return channels_; }
   int sample_rate() const override { return rate_; }
   int64_t frames() const override { return frames_; }
+  int64_t stated_frames() const override { return stated_frames_; }
   std::string format_name() const override { return format_; }
   int64_t read(float* out, int64_t frames) override;
 
@@ -30,6 +31,8 @@ class Mpg123Reader final : public Decoder {
   int channels_ = 0;
   int rate_ = 0;
   int64_t frames_ = -1;
+  int64_t stated_frames_ = -1;
+  int64_t skip_ = 0;  // leading frames still to drop (the encoder delay, when mpg123 gave up trimming it)
   std::string format_;
   bool done_ = false;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "flac_probe.h"
 #include "steno/core/error.h"
 
 namespace steno::audio {
@@ -78,8 +79,8 @@ const char* subtype_name(int subtype) {
 
 }  // namespace
 
-SndfileReader::SndfileReader(std::span<const uint8_t> bytes, Container container)
-    : mem_{bytes, 0}, container_(container) {
+SndfileReader::SndfileReader(std::span<const uint8_t> bytes, const Sniffed& sniffed)
+    : mem_{bytes, 0}, container_(sniffed.container), audio_offset_(sniffed.audio_offset) {
   SF_VIRTUAL_IO io{io_get_filelen, io_seek, io_read, io_write, io_tell};
   {
     std::lock_guard<std::mutex> lock(g_open_mutex);
@@ -88,16 +89,16 @@ SndfileReader::SndfileReader(std::span<const uint8_t> bytes, Container container
       const int code = sf_error(nullptr);
       const std::string reason = sf_strerror(nullptr);
       if (code == SF_ERR_UNSUPPORTED_ENCODING)
-        fail(ErrorCode::kUnimplemented, "unsupported {} encoding: {}", container_name(container), reason);
-      fail(ErrorCode::kDataLoss, "malformed {} file: {}", container_name(container), reason);
+        fail(ErrorCode::kUnimplemented, "unsupported {} encoding: {}", container_name(container_), reason);
+      fail(ErrorCode::kDataLoss, "malformed {} file: {}", container_name(container_), reason);
     }
   }
   // libsndfile picks the parser from the bytes itself; make sure it is the one the sniffer vouched for.
   const int major = info_.format & SF_FORMAT_TYPEMASK;
-  if (!major_matches(major, container)) {
+  if (!major_matches(major, container_)) {
     sf_close(file_);
     fail(ErrorCode::kDataLoss, "malformed {} file: the decoder recognised it as another format (0x{:x})",
-         container_name(container), major);
+         container_name(container_), major);
   }
   // Integer PCM reads as x / 2^(bits-1) (libsndfile's default; stated so that a changed default cannot break it).
   sf_command(file_, SFC_SET_NORM_FLOAT, nullptr, SF_TRUE);
@@ -116,12 +117,32 @@ std::string SndfileReader::format_name() const {
          subtype_name(info_.format & SF_FORMAT_SUBMASK);
 }
 
+// When libFLAC loses sync, it found no valid frame where the next one should start. At the end of a cut-off file
+// that is the last frame, begun but not finished; in the middle of a file it is corruption, and libsndfile stops
+// there too, so the rest would be silently lost. The two are told apart by what follows: the input was cut if no
+// intact frame header starts after the first frame not decoded (the last intact header in the input begins at or
+// before frames_read_). The frames decoded before the cut are kept; with none, decode_audio reports that no audio
+// could be decoded. Errors go one way only: a frame header found by chance inside a cut frame's data makes that cut
+// an error, while corruption passes for a cut only in the last frame, whose audio is lost either way.
+bool SndfileReader::flac_cut_at_end(const std::string& reason) const {
+  if (container_ != Container::kFlac || reason.find("lost sync") == std::string::npos) return false;
+  const auto info = flac_stream_info(mem_.bytes, audio_offset_);
+  if (!info) return false;
+  const auto last = flac_last_frame_start(mem_.bytes, *info);
+  return last && static_cast<int64_t>(*last) <= frames_read_;
+}
+
 int64_t SndfileReader::read(float* out, int64_t frames) {
+  if (last_frame_cut_) return 0;
   const sf_count_t n = sf_readf_float(file_, out, frames);
   if (n > 0) frames_read_ += n;
   if (sf_error(file_) != SF_ERR_NO_ERROR || n < 0) {
     std::string reason = sf_strerror(file_);
     if (reason.rfind("Error : ", 0) == 0) reason.erase(0, 8);
+    if (n >= 0 && flac_cut_at_end(reason)) {
+      last_frame_cut_ = true;
+      return n;
+    }
     if (this->frames() > 0)
       fail(ErrorCode::kDataLoss, "truncated or corrupt {} data: decoding failed after {} of {} frames ({})",
            container_name(container_), frames_read_, this->frames(), reason);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdio>
+#include <string>
 
 #include <sndfile.h>
 
@@ -30,9 +31,9 @@ struct MemoryCursor {
 
 class SndfileReader final : public Decoder {
  public:
-  // Also throws kDataLoss if libsndfile recognises a container other than `container`: only the parser the
+  // Also throws kDataLoss if libsndfile recognises a container other than the sniffed one: only the parser the
   // sniffer vouched for may accept the bytes.
-  SndfileReader(std::span<const uint8_t> bytes, Container container);
+  SndfileReader(std::span<const uint8_t> bytes, const Sniffed& sniffed);
   ~SndfileReader() override;
   SndfileReader(const SndfileReader&) = delete;
   SndfileReader& operator=(const SndfileReader&) = delete;
@@ -40,6 +41,8 @@ class SndfileReader final : public Decoder {
   int channels() const override { return info_.channels; }
   int sample_rate() const override { return info_.samplerate; }
   int64_t frames() const override;
+  int64_t stated_frames() const override { return container_ == Container::kFlac ? frames() : -1; }
+  bool last_frame_cut() const override { return last_frame_cut_; }
   std::string format_name() const override;
   int64_t read(float* out, int64_t frames) override;
 
@@ -49,6 +52,10 @@ class SndfileReader final : public Decoder {
   SF_INFO info_{};
   SNDFILE* file_ = nullptr;
   int64_t frames_read_ = 0;
+  size_t audio_offset_ = 0;  // FLAC: where "fLaC" starts (after an ID3v2 tag)
+  bool last_frame_cut_ = false;
+
+  bool flac_cut_at_end(const std::string& reason) const;
 };
 
 }  // namespace steno::audio

@@ -23,7 +23,7 @@ DecodedInput decode_upload(std::string_view bytes, double max_audio_seconds) {
   audio::DecodedAudio decoded = audio::decode_audio(
       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), limits);
   if (decoded.samples.empty()) fail(ErrorCode::kInvalidArgument, "audio contains no samples");
-  return DecodedInput{std::move(decoded.samples), {}};
+  return DecodedInput{std::move(decoded.samples), std::move(decoded.warnings)};
 }
 
 std::vector<float> pcm_to_16k(std::span<const float> pcm, double sample_rate, double max_audio_seconds) {

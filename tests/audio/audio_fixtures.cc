@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <numbers>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 
 namespace steno::audio::testing {
@@ -121,6 +123,53 @@ std::string run_tool(const std::string& tool, const std::string& command) {
   return "";
 }
 
+std::string encode_all(const TempDir& dir, const std::string& stem) {
+  const std::string wav = dir.file(stem + ".wav"), q = " >/dev/null 2>&1";
+  return run_tool("flac", "flac -s -f -o " + dir.file(stem + ".flac") + " " + wav + q) +
+         run_tool("sox", "sox " + wav + " " + dir.file(stem + ".aiff") + q) +
+         run_tool("oggenc", "oggenc -Q -o " + dir.file(stem + ".ogg") + " " + wav + q) +
+         run_tool("opusenc", "opusenc --quiet " + wav + " " + dir.file(stem + ".opus") + q) +
+         run_tool("lame", "lame --quiet " + wav + " " + dir.file(stem + ".mp3") + q);
+}
+
+std::vector<FlacFrame> flac_frames(const std::string& flac_path, std::string* error) {
+  const std::string ana = flac_path + ".ana";
+  *error = run_tool("flac", "flac -a -s -f -o " + ana + " " + flac_path + " >/dev/null 2>&1");
+  std::vector<FlacFrame> frames;
+  if (!error->empty()) return frames;
+  std::ifstream in(ana);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("frame=", 0) != 0) continue;
+    std::istringstream fields(line);
+    FlacFrame f;
+    for (std::string field; fields >> field;) {
+      const auto eq = field.find('=');
+      if (eq == std::string::npos) continue;
+      const std::string key = field.substr(0, eq), value = field.substr(eq + 1);
+      if (key == "offset") f.offset = std::stoull(value);
+      if (key == "bits") f.bytes = std::stoull(value) / 8;
+      if (key == "blocksize") f.samples = std::stoull(value);
+    }
+    frames.push_back(f);
+  }
+  if (frames.empty()) *error = "flac --analyze listed no frames for " + flac_path;
+  return frames;
+}
+
+std::vector<OggPage> ogg_pages(const std::vector<uint8_t>& b) {
+  std::vector<OggPage> pages;
+  for (size_t at = 0; at + 27 <= b.size() && b[at] == 'O' && b[at + 1] == 'g' && b[at + 2] == 'g' && b[at + 3] == 'S';) {
+    const size_t segments = b[at + 26];
+    size_t length = 27 + segments;
+    for (size_t i = 0; i < segments && at + 27 + i < b.size(); ++i) length += b[at + 27 + i];
+    int64_t granule = 0;
+    for (int i = 7; i >= 0; --i) granule = (granule << 8) | b[at + 6 + static_cast<size_t>(i)];
+    pages.push_back({at, length, granule});
+    at += length;
+  }
+  return pages;
+}
+
 double tone_power_fraction(const float* x, size_t n, double freq, int rate) {
   double re = 0, im = 0, window_power = 0, total = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -144,6 +193,12 @@ double rms(const float* x, size_t n) {
   double s = 0;
   for (size_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
   return n ? std::sqrt(s / static_cast<double>(n)) : 0.0;
+}
+
+double max_abs_diff(const float* a, const float* b, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
+  return m;
 }
 
 int64_t zero_crossings(const float* x, size_t n) {

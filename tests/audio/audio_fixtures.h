@@ -47,9 +47,32 @@ void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
 // message naming the tool (missing, or the failed command and its exit status) for the test to FAIL with.
 std::string run_tool(const std::string& tool, const std::string& command);
 
+// Encodes the WAV `stem`.wav in `dir` with the real encoders into `stem`.flac, .aiff (sox), .ogg (oggenc), .opus
+// (opusenc) and .mp3 (LAME, with its Info tag). Returns "" or run_tool's messages for the test to FAIL with.
+std::string encode_all(const TempDir& dir, const std::string& stem);
+
+// A FLAC file's frames as `flac --analyze` lists them (not steno's parser): where each starts and how long it is.
+struct FlacFrame {
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+  uint64_t samples = 0;  // per channel
+};
+// Empty, with `error` set, if the tool fails.
+std::vector<FlacFrame> flac_frames(const std::string& flac_path, std::string* error);
+
+// The pages of an Ogg stream, walked by their headers (no CRC check): offset, length and granule position.
+struct OggPage {
+  size_t offset = 0;
+  size_t length = 0;
+  int64_t granule = 0;
+};
+std::vector<OggPage> ogg_pages(const std::vector<uint8_t>& bytes);
+
 // Fraction of the signal's power at `freq` (Hann-windowed single-bin DFT); ~1 for a pure tone at freq.
 double tone_power_fraction(const float* x, size_t n, double freq, int rate);
 double rms(const float* x, size_t n);
+// The largest |a[i] - b[i]| over the first n samples.
+double max_abs_diff(const float* a, const float* b, size_t n);
 int64_t zero_crossings(const float* x, size_t n);
 
 }  // namespace steno::audio::testing
