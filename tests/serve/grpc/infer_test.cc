@@ -124,6 +124,22 @@ TEST(GrpcInfer, PriorityAndTimeoutReachTheCore) {
   EXPECT_EQ(s.service.seen()[2].priority, 0);
 }
 
+// What the service warns about (audio that ended early) comes back as trailing metadata, one entry a warning; the
+// fault tag goes to the service as metadata too.
+TEST(GrpcInfer, WarningsAreTrailingMetadataAndTheFaultTagReachesTheService) {
+  FakeGrpcServer s;
+  s.service.set_warnings({"truncated: the file ends early"});
+  auto stub = s.server.stub();
+  ClientContext c;
+  prepare(c);
+  c.AddMetadata("x-steno-fault", "hang");
+  inference::ModelInferResponse r;
+  ASSERT_TRUE(stub->ModelInfer(&c, bytes_request(file_bytes(audio_path("test-0000001.flac"))), &r).ok());
+  EXPECT_EQ(trailer(c, "x-steno-warning"), "truncated: the file ends early");
+  ASSERT_EQ(s.service.seen().size(), 1u);
+  EXPECT_EQ(s.service.seen()[0].fault, "hang");
+}
+
 TEST(GrpcInfer, ManyConcurrentCallsAreEachAnswered) {
   FakeGrpcServer s(FakeService::Mode::kHold);
   auto stub = s.server.stub();
