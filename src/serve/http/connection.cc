@@ -96,7 +96,7 @@ void Connection::read_request() {
   head_ = HttpRequest{};
   request_id_.clear();
   got_bytes_ = buffer_.size() > 0;  // a pipelined request already waiting
-  head_done_ = timed_out_ = false;
+  head_done_ = timed_out_ = body_start_checked_ = false;
   arm_timer(got_bytes_ ? host_.options.read_timeout : host_.options.idle_timeout);
   parse_buffered();
 }
@@ -133,9 +133,30 @@ void Connection::parse_buffered() {
       return on_head();  // continues with parse_buffered() unless it answers at once
     }
     if (parser_->is_done()) return on_request();
+    if (head_done_ && !check_body_start()) return;
     if (used == 0) break;
   }
   read_some();
+}
+
+// Once kBodyStartBytes of a larger body are in, the handler may refuse the request from them. False when it did
+// (the answer is on its way and the rest of the body is never read).
+bool Connection::check_body_start() {
+  if (body_start_checked_) return true;
+  const auto length = parser_->content_length();
+  const std::string& body = parser_->get().body();
+  if (!length || *length <= kBodyStartBytes) {
+    body_start_checked_ = true;  // small, or chunked (no length to judge against): read whole, as any other
+    return true;
+  }
+  if (body.size() < kBodyStartBytes) return true;
+  body_start_checked_ = true;
+  std::optional<HttpResponse> early = host_.handler.check_body_start(head_, body, *length);
+  if (!early) return true;
+  early->close = true;
+  cancel_timer();
+  write(std::move(*early), true);
+  return false;
 }
 
 void Connection::on_read_error(error_code ec) {

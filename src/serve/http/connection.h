@@ -69,6 +69,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_read(boost::system::error_code ec, size_t bytes);
   void on_read_error(boost::system::error_code ec);
   void on_head();
+  bool check_body_start();
   void on_request();
   void watch_peer();
   void on_watch(boost::system::error_code ec, size_t bytes);
@@ -93,6 +94,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint64_t timer_gen_ = 0;     // expirations of older arms are ignored
   bool got_bytes_ = false;     // the current request has begun to arrive
   bool head_done_ = false;
+  bool body_start_checked_ = false;  // check_body_start ran (or the body is too small to need it)
   bool timed_out_ = false;
   bool watching_ = false;      // a watch read is pending
   bool peer_gone_ = false;

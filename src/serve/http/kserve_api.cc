@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kserve_tensors.h"
+#include "serve/frontend/audio_start.h"
 #include "serve/frontend/kserve_model.h"
 
 namespace steno::serve::http {
@@ -147,6 +148,22 @@ void infer(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Respond
   submit_transcription(ctx, request, ApiStyle::kKServe, std::move(submission), std::move(render), std::move(respond));
 }
 
+// A large raw-binary inference request (Inference-Header-Content-Length: 0, the body is the audio file) whose
+// audio is surely over its model's limit, refused from the start of the body.
+std::optional<HttpResponse> refuse_long_raw_audio(const ApiContext& ctx, const HttpRequest& head,
+                                                  std::string_view start, uint64_t content_length) {
+  if (head.header("Inference-Header-Content-Length") != "0") return std::nullopt;
+  ModelInfo model;
+  try {
+    model = model_of(ctx, head);
+  } catch (const std::exception&) {
+    return std::nullopt;  // the handler answers an unknown model
+  }
+  const auto over = audio_start_over_limit(start, content_length, model.max_audio_seconds, kAudioInput);
+  if (!over) return std::nullopt;
+  return error_response(ApiStyle::kKServe, http_error(*over));
+}
+
 }  // namespace
 
 void add_kserve_routes(Router& router, const std::shared_ptr<ApiContext>& ctx) {
@@ -184,7 +201,10 @@ void add_kserve_routes(Router& router, const std::shared_ptr<ApiContext>& ctx) {
   add_model_route(
       router, "POST", "/infer",
       [ctx](HttpRequest& request, Responder respond) { infer(ctx, request, std::move(respond)); },
-      {.offload = true});
+      {.offload = true,
+       .check_body_start = [ctx](const HttpRequest& head, std::string_view start, uint64_t length) {
+         return refuse_long_raw_audio(*ctx, head, start, length);
+       }});
 }
 
 }  // namespace steno::serve::http

@@ -14,6 +14,10 @@
 
 namespace steno::serve::http {
 
+// How much of a large body arrives before check_body_start looks at it: enough for any audio header, and the first
+// seconds of the audio for formats whose header states no length.
+inline constexpr size_t kBodyStartBytes = 256 * 1024;
+
 struct TransportOptions {
   std::string host;
   uint16_t port = 0;
@@ -32,6 +36,11 @@ class RequestHandler {
   // response answers it without reading the body (the connection is then closed): e.g. 401, so that an
   // unauthenticated client cannot make the server read a large upload.
   virtual std::optional<HttpResponse> check_head(const HttpRequest& head) = 0;
+  // Called once for a request whose body is over kBodyStartBytes (Content-Length), when that much of it has come:
+  // an answer refuses it from its start without reading the rest (the connection is then closed): e.g. 413 for an
+  // upload whose audio header says it is longer than the server takes.
+  virtual std::optional<HttpResponse> check_body_start(const HttpRequest& head, std::string_view body_start,
+                                                       uint64_t content_length) = 0;
   // The complete request; `respond` may be called on any thread, now or later.
   virtual void handle(HttpRequest request, Responder respond) = 0;
   // A transport-level failure (408, 413, 431, 400 for malformed HTTP) in the shape of the API of `path`.

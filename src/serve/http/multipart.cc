@@ -78,69 +78,93 @@ std::string multipart_boundary(std::string_view content_type, const MultipartLim
   return boundary;
 }
 
+namespace {
+
+// Where the first part starts: after the boundary at the very start, or after a preamble that ends in CRLF.
+size_t first_boundary_end(std::string_view body, std::string_view boundary, std::string_view dash_boundary,
+                          std::string_view delimiter) {
+  if (body.substr(0, dash_boundary.size()) == dash_boundary) return dash_boundary.size();
+  const size_t d = find_bytes(body, delimiter, 0);
+  if (d == std::string_view::npos) {
+    if (body.empty()) fail(ErrorCode::kInvalidArgument, "multipart body is empty");
+    fail(ErrorCode::kInvalidArgument, "multipart body does not contain its boundary '{}'", boundary);
+  }
+  return d + delimiter.size();
+}
+
+// The part whose header block starts after the boundary ending at `pos`: its name and headers, and where its
+// data starts; nullopt at the closing boundary ("--").
+std::optional<size_t> read_part_head(std::string_view body, size_t pos, size_t index, std::string_view boundary,
+                                     const MultipartLimits& limits, MultipartPart& part) {
+  // After a boundary: "--" closes the body; otherwise optional padding, then CRLF, then a part.
+  if (body.substr(pos, 2) == "--") return std::nullopt;
+  while (pos < body.size() && (body[pos] == ' ' || body[pos] == '\t')) ++pos;
+  if (pos >= body.size())
+    fail(ErrorCode::kInvalidArgument, "multipart body is truncated: it ends after a boundary, without the "
+                                      "closing '--{}--'", boundary);
+  if (body.substr(pos, 2) != "\r\n")
+    fail(ErrorCode::kInvalidArgument, "multipart body is malformed: a boundary is not followed by CRLF");
+  pos += 2;
+  if (index == limits.max_parts)
+    fail(ErrorCode::kInvalidArgument, "multipart body has more than {} parts", limits.max_parts);
+  // Headers end at the first blank line; a part may have none (then the blank line comes first).
+  if (body.substr(pos, 2) == "\r\n")
+    fail(ErrorCode::kInvalidArgument, "multipart part {} has no Content-Disposition header", index + 1);
+  const size_t end = find_bytes(body.substr(0, std::min(body.size(), pos + limits.max_part_header_bytes + 4)),
+                                "\r\n\r\n", pos);
+  if (end == std::string_view::npos) {
+    if (body.size() - pos <= limits.max_part_header_bytes)
+      fail(ErrorCode::kInvalidArgument, "multipart body is truncated inside the headers of part {}", index + 1);
+    fail(ErrorCode::kInvalidArgument, "multipart part {} has headers over {} bytes", index + 1,
+         limits.max_part_header_bytes);
+  }
+  parse_part_headers(body.substr(pos, end - pos), index, part);
+  return end + 4;
+}
+
+}  // namespace
+
 std::vector<MultipartPart> parse_multipart(std::string_view body, std::string_view boundary,
                                            const MultipartLimits& limits) {
   STENO_CHECK(!boundary.empty(), "multipart boundary is empty");
   const std::string dash_boundary = "--" + std::string(boundary);
   const std::string delimiter = "\r\n" + dash_boundary;  // what ends every part's data
-
-  // The first boundary: at the very start, or after a preamble that ends in CRLF.
-  size_t pos;
-  if (body.substr(0, dash_boundary.size()) == dash_boundary) {
-    pos = dash_boundary.size();
-  } else {
-    const size_t d = find_bytes(body, delimiter, 0);
-    if (d == std::string_view::npos) {
-      if (body.empty()) fail(ErrorCode::kInvalidArgument, "multipart body is empty");
-      fail(ErrorCode::kInvalidArgument, "multipart body does not contain its boundary '{}'", boundary);
-    }
-    pos = d + delimiter.size();
-  }
-
+  size_t pos = first_boundary_end(body, boundary, dash_boundary, delimiter);
   std::vector<MultipartPart> parts;
   for (;;) {
-    // After a boundary: "--" closes the body; otherwise optional padding, then CRLF, then a part.
-    if (body.substr(pos, 2) == "--") return parts;
-    while (pos < body.size() && (body[pos] == ' ' || body[pos] == '\t')) ++pos;
-    if (pos >= body.size())
-      fail(ErrorCode::kInvalidArgument, "multipart body is truncated: it ends after a boundary, without the "
-                                        "closing '--{}--'", boundary);
-    if (body.substr(pos, 2) != "\r\n")
-      fail(ErrorCode::kInvalidArgument, "multipart body is malformed: a boundary is not followed by CRLF");
-    pos += 2;
-    if (parts.size() == limits.max_parts)
-      fail(ErrorCode::kInvalidArgument, "multipart body has more than {} parts", limits.max_parts);
-
     MultipartPart part;
     const size_t index = parts.size();
-    // Headers end at the first blank line; a part may have none (then the blank line comes first).
-    size_t data_start;
-    if (body.substr(pos, 2) == "\r\n") {
-      data_start = pos + 2;
-    } else {
-      const size_t end = find_bytes(body.substr(0, std::min(body.size(), pos + limits.max_part_header_bytes + 4)),
-                                    "\r\n\r\n", pos);
-      if (end == std::string_view::npos) {
-        if (body.size() - pos <= limits.max_part_header_bytes)
-          fail(ErrorCode::kInvalidArgument, "multipart body is truncated inside the headers of part {}",
-               index + 1);
-        fail(ErrorCode::kInvalidArgument, "multipart part {} has headers over {} bytes", index + 1,
-             limits.max_part_header_bytes);
-      }
-      parse_part_headers(body.substr(pos, end - pos), index, part);
-      data_start = end + 4;
-    }
-    if (part.name.empty() && data_start == pos + 2)
-      fail(ErrorCode::kInvalidArgument, "multipart part {} has no Content-Disposition header", index + 1);
-
-    const size_t data_end = find_bytes(body, delimiter, data_start);
+    const std::optional<size_t> data_start = read_part_head(body, pos, index, boundary, limits, part);
+    if (!data_start) return parts;
+    const size_t data_end = find_bytes(body, delimiter, *data_start);
     if (data_end == std::string_view::npos)
       fail(ErrorCode::kInvalidArgument,
            "multipart body is truncated: part {} ('{}') is not followed by a boundary (the upload was cut short?)",
            index + 1, part.name);
-    part.data = body.substr(data_start, data_end - data_start);
+    part.data = body.substr(*data_start, data_end - *data_start);
     parts.push_back(std::move(part));
     pos = data_end + delimiter.size();
+  }
+}
+
+std::optional<size_t> find_part_data(std::string_view prefix, std::string_view boundary, std::string_view name,
+                                     const MultipartLimits& limits) noexcept {
+  try {
+    if (boundary.empty()) return std::nullopt;
+    const std::string dash_boundary = "--" + std::string(boundary);
+    const std::string delimiter = "\r\n" + dash_boundary;
+    size_t pos = first_boundary_end(prefix, boundary, dash_boundary, delimiter);
+    for (size_t index = 0;; ++index) {
+      MultipartPart part;
+      const std::optional<size_t> data_start = read_part_head(prefix, pos, index, boundary, limits, part);
+      if (!data_start) return std::nullopt;
+      if (part.name == name) return data_start;
+      const size_t data_end = find_bytes(prefix, delimiter, *data_start);
+      if (data_end == std::string_view::npos) return std::nullopt;  // the prefix ends inside another part
+      pos = data_end + delimiter.size();
+    }
+  } catch (const std::exception&) {
+    return std::nullopt;  // malformed, or cut inside a boundary or headers: the whole body's parse will say which
   }
 }
 

@@ -41,6 +41,12 @@ inline std::vector<MultipartPart> parse_form_data(std::string_view body, std::st
   return parse_multipart(body, multipart_boundary(content_type, limits), limits);
 }
 
+// Where the data of the first part named `name` starts in `prefix`, the first bytes of a multipart body (every part
+// before it whole in the prefix): for looking at an upload before all of it has arrived. nullopt when the prefix does
+// not reach that far or is malformed; never throws.
+std::optional<size_t> find_part_data(std::string_view prefix, std::string_view boundary, std::string_view name,
+                                     const MultipartLimits& limits = {}) noexcept;
+
 // The first part named `name`, or nullptr.
 const MultipartPart* find_part(const std::vector<MultipartPart>& parts, std::string_view name);
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "header_value.h"
+#include "serve/frontend/audio_start.h"
 #include "serve/http/multipart.h"
 #include "transcript_formats.h"
 
@@ -139,13 +140,33 @@ nlohmann::json model_object(const ApiContext& ctx, const std::string& id, const 
   return o;
 }
 
+// A large upload whose audio is surely over the limit, refused from the start of its file part.
+std::optional<HttpResponse> refuse_long_upload(const ApiContext& ctx, const HttpRequest& head, std::string_view start,
+                                               uint64_t content_length) {
+  std::string boundary;
+  try {
+    boundary = multipart_boundary(head.header("Content-Type"));
+  } catch (const Error&) {
+    return std::nullopt;  // the handler says what is wrong with it
+  }
+  const std::optional<size_t> file = find_part_data(start, boundary, "file");
+  if (!file || *file >= start.size()) return std::nullopt;
+  const auto over = audio_start_over_limit(start.substr(*file), content_length - *file,
+                                           longest_audio_taken(ctx.service.models()), "file");
+  if (!over) return std::nullopt;
+  return error_response(ApiStyle::kOpenAI, http_error(*over));
+}
+
 }  // namespace
 
 void add_openai_routes(Router& router, const std::shared_ptr<ApiContext>& ctx) {
   router.add(
       "POST", "/v1/audio/transcriptions",
       [ctx](HttpRequest& request, Responder respond) { transcribe(ctx, request, std::move(respond)); },
-      {.offload = true});
+      {.offload = true,
+       .check_body_start = [ctx](const HttpRequest& head, std::string_view start, uint64_t length) {
+         return refuse_long_upload(*ctx, head, start, length);
+       }});
   router.add("POST", "/v1/audio/translations", [](HttpRequest&, Responder) {
     throw HttpError(501, "translation is not supported: steno transcribes English speech into English text; use "
                          "/v1/audio/transcriptions",

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,11 @@ struct RouteOptions {
   bool offload = false;
   // Served without the API key (health probes from load balancers and orchestrators).
   bool public_route = false;
+  // Looks at the start of a large body before the rest arrives (RequestHandler::check_body_start): an answer
+  // refuses the request from it.
+  std::function<std::optional<HttpResponse>(const HttpRequest& head, std::string_view body_start,
+                                            uint64_t content_length)>
+      check_body_start;
 };
 
 struct Route {

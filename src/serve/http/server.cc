@@ -88,6 +88,23 @@ class HttpServer::Impl final : public RequestHandler {
     return r;
   }
 
+  std::optional<HttpResponse> check_body_start(const HttpRequest& head, std::string_view body_start,
+                                               uint64_t content_length) override {
+    const Router::Match m = router_.match(head.method, head.path);
+    if (!m.route || !m.route->options.check_body_start) return std::nullopt;
+    HttpRequest with_params = head;
+    with_params.params = m.params;
+    try {
+      std::optional<HttpResponse> early = m.route->options.check_body_start(with_params, body_start, content_length);
+      if (early) spdlog::info("{} {} {}: {} from the first {} of {} bytes", head.id, head.method, head.path,
+                              early->status, body_start.size(), content_length);
+      return early;
+    } catch (const std::exception& e) {  // a look ahead must never fail a request: the whole body decides
+      spdlog::warn("{} {} {}: checking the start of the body failed: {}", head.id, head.method, head.path, e.what());
+      return std::nullopt;
+    }
+  }
+
   void handle(HttpRequest request, Responder respond) override {
     const Router::Match m = router_.match(request.method, request.path);
     if (!m.route) {

@@ -115,5 +115,20 @@ TEST(Multipart, Limits) {
   }
 }
 
+TEST(Multipart, FindsWhereAPartsDataStartsInTheFirstBytesOfABody) {
+  const std::string body = "--XyZ\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-1\r\n"
+                           "--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n"
+                           "Content-Type: audio/wav\r\n\r\nRIFF....WAVE and the rest of a long file";
+  const size_t data = body.find("RIFF");
+  EXPECT_EQ(find_part_data(body, "XyZ", "file"), data);
+  EXPECT_EQ(find_part_data(body.substr(0, data + 4), "XyZ", "file"), data);  // the data itself may be cut anywhere
+  EXPECT_EQ(find_part_data(body, "XyZ", "model"), body.find("whisper-1"));
+  // Not reached yet, absent, or not multipart: nullopt, never an exception.
+  for (size_t cut : {size_t{0}, size_t{3}, size_t{40}, data - 10}) EXPECT_EQ(find_part_data(body.substr(0, cut), "XyZ", "file"), std::nullopt) << cut;
+  EXPECT_EQ(find_part_data(body, "XyZ", "prompt"), std::nullopt);
+  EXPECT_EQ(find_part_data("not a form at all", "XyZ", "file"), std::nullopt);
+  EXPECT_EQ(find_part_data(body, "", "file"), std::nullopt);
+}
+
 }  // namespace
 }  // namespace steno::serve::http
