@@ -1,7 +1,8 @@
 // The dynamic batcher's decisions, without threads and without reading a clock: every call takes `now`, so tests
 // drive it with a fake clock and DynamicBatcher (batcher.h) wraps it with a mutex and condition variables.
 //
-// Triton's dynamic batcher semantics (serving-protocols.md §3.3), made length-aware:
+// Triton's dynamic batcher semantics (max batch size, max queue delay, preferred sizes, priorities), made
+// length-aware:
 //   - A batch grows from a head request (the best priority -- lowest value, 0 meaning the configured default
 //     level -- then the earliest queued) by adding the queued requests nearest in length, best priority first,
 //     skipping any that would push the batch's padding waste above max_padding_waste. Clips of any length batch

@@ -1,6 +1,6 @@
-// CUDA MPS for the `mps` mode of design.md §4: worker processes of one GPU share it through an MPS daemon that
-// steno starts (private pipe and log directories, stopped and removed at exit) or joins (one already running,
-// given its pipe directory). Facts behind the choices: /work/shared/docs/gpu-sharing.md §2.
+// CUDA MPS for the `mps` sharing mode: worker processes of one GPU share it through an MPS daemon that steno
+// starts (private pipe and log directories, stopped and removed at exit) or joins (one already running, given its
+// pipe directory). docs/architecture.md has how the modes differ and what was measured of them.
 //
 // Lifecycle, for the supervisor:
 //   1. MpsDaemon::open() before any worker starts (a process connects to MPS when it initialises CUDA, and runs

@@ -286,7 +286,7 @@ void MpsDaemon::restart() {
     return;
   }
   // Not ours to restart: after a fatal fault its server stays in FAULT until every client it had has exited,
-  // then recovers by itself (Volta and later; gpu-sharing.md §2.5).
+  // then recovers by itself (MPS on Volta and later).
   const auto bound = options_.timeout * 6;
   const auto deadline = std::chrono::steady_clock::now() + bound;
   for (;;) {

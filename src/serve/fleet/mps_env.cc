@@ -1,5 +1,7 @@
 // What an MPS client (a worker process) gets in its environment: the daemon's directories and its share of the
-// GPU. gpu-sharing.md §2.2 has the variables' meanings.
+// GPU: CUDA_MPS_PIPE_DIRECTORY and CUDA_MPS_LOG_DIRECTORY (where the daemon listens and logs),
+// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (a cap on the SMs its kernels may use) and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (a
+// cap on its device memory).
 #include <algorithm>
 #include <cctype>
 #include <string_view>

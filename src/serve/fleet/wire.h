@@ -9,7 +9,7 @@
 //   worker -> server: Hello (once, when its model is loaded), Heartbeat (every interval, also during a batch),
 //                     then one BatchResult or BatchFailed per RunBatch, with its batch id
 // With --share-weights the first worker's Hello may carry a descriptor too: the device memory holding the
-// fleet's one copy of the weights (steno/serve/fleet/shared_weights.h), which the server hands to the others.
+// fleet's one copy of the weights (shared_weights.h), which the server hands to the others.
 //
 // Decoding checks every size and count against the bytes actually present, so a corrupt or hostile frame is a
 // ProtocolError (the connection is dropped), never a crash or an allocation larger than the frame itself.

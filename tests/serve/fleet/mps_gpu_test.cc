@@ -59,7 +59,7 @@ int probe_sms(const MpsDaemon& daemon, int worker, int workers) {
 // Not a test of its own: the client side of the tests below (skipped unless they start it).
 TEST(MpsGpuClient, Probe) {
   if (std::getenv(kProbeVar) == nullptr) GTEST_SKIP() << "the client side of MpsGpu tests, run by them";
-  // Under MPS the SM count a client sees is its active-thread cap (gpu-sharing.md §1: 32 of 132 at 25 %).
+  // Under MPS the SM count a client sees is its active-thread cap (on an H200: 32 of 132 SMs at 25 %).
   std::printf("probe sms=%d\n", steno::cuda::sm_count(0));
 }
 

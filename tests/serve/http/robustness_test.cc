@@ -1,4 +1,4 @@
-// The bad-input matrix of issue 5 and the transport's defences: every case answered with the right status and a
+// The bad-input matrix of the HTTP front end and the transport's defences: every case answered with the right status and a
 // clear message, and after each the server still serves others (ServesOthers checks it on a fresh connection).
 #include <gtest/gtest.h>
 

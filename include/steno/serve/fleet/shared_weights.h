@@ -1,9 +1,9 @@
 // `steno serve --share-weights`: the worker processes of one GPU map one device copy of the model's weights
-// instead of loading one each (issue 7). The first worker started makes the copy in exportable device memory
-// (steno/core/cuda_shared_memory.h) and sends its descriptor with its Hello; the server keeps that descriptor and
+// instead of loading one each. The first worker started makes the copy in exportable device memory
+// (core/cuda_shared_memory.h) and sends its descriptor with its Hello; the server keeps that descriptor and
 // gives it to every later worker, which maps the memory and loads the model into it. Every worker, the creator
 // as the importers, loads the model normally with an arena over that memory as its weight allocator
-// (steno/core/weight_arena.h): workers of one identity (the same program, model files and dtype: weights_identity)
+// (core/weight_arena.h): workers of one identity (the same program, model files and dtype: weights_identity)
 // ask for the same allocations in the same order, so their tensors land on the same offsets and the bytes each
 // writes are the same (ops::place writes every weight byte once, with its final value, from the host); an
 // importer's upload leaves the copy as it was, also while other workers read it.

@@ -1,6 +1,6 @@
-// `steno worker`: one worker process of the fleet (the `processes` mode of design.md §4), started by the server
+// `steno worker`: one worker process of the fleet (the `processes` and `mps` sharing modes), started by the server
 // with its end of a socketpair. It loads the model, says Hello, then runs each RunBatch it receives with the same
-// Transcriber runner the lanes use (transcriber_runners, executor.h) and answers it with the transcripts or the
+// Transcriber runner the lanes use (transcriber_runners, lanes.h) and answers it with the transcripts or the
 // error the batch threw. A thread of its own sends a heartbeat with the process's memory every interval, also
 // during a batch. It exits when the server closes the socket, and the parent-death signal ends it if the server
 // dies first: a worker never outlives its server.
