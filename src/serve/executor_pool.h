@@ -37,8 +37,8 @@ struct RestartPolicy {
 };
 
 struct PoolPolicy {
-  OomPolicy oom;
-  RestartPolicy restart;
+  OomPolicy oom{};
+  RestartPolicy restart{};
 };
 
 class ExecutorPool {

@@ -25,7 +25,7 @@ struct RouteOptions {
   // refuses the request from it.
   std::function<std::optional<HttpResponse>(const HttpRequest& head, std::string_view body_start,
                                             uint64_t content_length)>
-      check_body_start;
+      check_body_start{};
 };
 
 struct Route {

@@ -44,7 +44,11 @@ std::vector<serve::ModelInfo> FakeService::models() const {
 
 std::vector<serve::ModelStatsSnapshot> FakeService::statistics(const std::vector<std::string>& models) const {
   std::vector<serve::ModelStatsSnapshot> out;
-  for (const std::string& name : models) out.push_back({.name = name});
+  for (const std::string& name : models) {
+    serve::ModelStatsSnapshot s;
+    s.name = name;
+    out.push_back(std::move(s));
+  }
   return out;
 }
 
