@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Side-by-side tables of the engine benchmark (issue 4) from its result files only: steno (cuda_engine_bench's
-Google Benchmark JSON) against the PyTorch reference (tools/bench/torch_engine_bench.py's JSON) and NeMo's anchor
-figures (shared/docs/benchmark-protocol.md), with the issue's targets checked. Writes Markdown.
+"""Side-by-side tables of the engine benchmark from its result files only: steno (cuda_engine_bench's Google
+Benchmark JSON) against the PyTorch reference (tools/bench/torch_engine_bench.py's JSON) and NeMo's anchor
+figures, with the engine's targets checked (both in docs/benchmarks.md). Writes Markdown.
 
   python3 bench/compare_engine_results.py RESULTS_DIR [--prefix h200-] [--out FILE.md]
 
@@ -21,7 +21,7 @@ MODELS = ("0.6b", "tiny")
 SHAPES = ("b1x45s", "b8x45s", "b32x45s", "b128x10s")
 SHAPE_TEXT = {"b1x45s": "1 × 45 s", "b8x45s": "8 × 45 s", "b32x45s": "32 × 45 s", "b128x10s": "128 × 10 s"}
 LOOPS = ("graph-while", "graph-unrolled", "eager")
-# NeMo's own modules on the same H200, 0.6b shapes, bf16, full CUDA-graph decoding (benchmark-protocol.md).
+# NeMo's own modules on the same H200, 0.6b shapes, bf16, full CUDA-graph decoding (docs/benchmarks.md).
 NEMO = {"b1x45s": {"end_to_end_ms": 65.0, "encoder_ms": 35.9, "decoder_ms": 28.8},
         "b8x45s": {"end_to_end_ms": 98.0},
         "b32x45s": {"end_to_end_ms": 264.0, "encoder_ms": 190.0, "decoder_ms": 74.0},
@@ -199,7 +199,7 @@ def model_section(model, steno_gb, torch_res, notes):
 
 
 def targets(s, peak):
-    """The issue's targets on the 0.6b run: (text, measured, ok) triples."""
+    """The engine's targets on the 0.6b run (docs/benchmarks.md): (text, measured, ok) triples."""
     e32, e1, e128 = (ms(s.get(f"end_to_end/{x}")) for x in ("b32x45s", "b1x45s", "b128x10s"))
     enc32 = s.get("encoder/b32x45s")
     dec32 = ms(s.get("decoder/graph-while/b32x45s"))
@@ -230,7 +230,7 @@ def main(argv=None):
     if not any(steno.values()) and not any(torch_.values()):
         sys.exit(f"no result files in {d}")
 
-    lines = ["# Engine benchmark on the GPU (issue 4)", ""]
+    lines = ["# Engine benchmark on the GPU: steno, PyTorch and NeMo side by side", ""]
     gb_ctx = next((g["context"] for g in steno.values() if g), {})
     t_ctx = next((t["context"] for t in torch_.values() if t), {})
     lines.append(f"GPU: {gb_ctx.get('gpu', t_ctx.get('device', '?'))}; host {gb_ctx.get('host_name', '?')}, "

@@ -1,11 +1,12 @@
-// GPU speed of the engine (issue 4), one model per run, in the compute dtype given (bf16 by default):
+// GPU speed of the engine (the engine benchmark, docs/benchmarks.md), one model per run, in the compute dtype given
+// (bf16 by default):
 //   - gemm_peak: an 8192³ bf16 GEMM through ops::gemm, the yardstick of the encoder's share of peak (TFLOP/s);
 //   - at 1, 8 and 32 clips of 45 s and 128 clips of 10 s: features (the front end as the Transcriber runs it:
 //     on the GPU from host audio, ctx.synchronize() after; on the CPU with --device=cpu), encoder (device-resident features in, ctx.synchronize() after: GPU time; TFLOP/s from the analytic
 //     count encoder_flops() and its fraction of gemm_peak), the encoder's time by op (encoder_ops: CUDA events
 //     around every op, steno/ops/profiler.h), decoder in each TdtLoop mode (ms per batch, tokens
 //     and decoding steps per encoder frame) and end to end through asr::Transcriber (RTFx, stage times);
-//   - offline: the `mix` workload (benchmark-protocol.md: 1,000 log-normal lengths, median 5.8 s, clipped to
+//   - offline: the `mix` workload (docs/benchmarks.md: 1,000 log-normal lengths, median 5.8 s, clipped to
 //     [1.3, 35] s, sorted) transcribed in batches of 64 and of 128, RTFx.
 //
 // Audio: real speech. The committed test clips (tests/data/testset/espeak/audio/*.flac, in name order) are

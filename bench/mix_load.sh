@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark protocol's `mix` workload (docs/benchmark-protocol.md): clips of the mix's lengths, open loop,
+# The benchmark protocol's `mix` workload (docs/benchmarks.md): clips of the mix's lengths, open loop,
 # Poisson arrivals at a rate sweep.
 #   bench/mix_load.sh [--build-dir build] [--out bench/results/cpu-mix.json] [--rates "1 2 5 10 20 50 100 200"]
 #                     [--duration-s 30] [--warmup-s 5] [--timeout-s 60] [--sla-p99-ms 1000] [--sla-mean-ms MS]

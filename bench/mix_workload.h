@@ -1,4 +1,4 @@
-// The benchmark protocol's `mix` workload (shared/docs/benchmark-protocol.md) and how benchmark clips are cut from
+// The benchmark protocol's `mix` workload (docs/benchmarks.md) and how benchmark clips are cut from
 // the test speech, shared by the engine benchmark (bench/cuda_engine_bench.cc: `offline`, the lengths sorted) and the
 // serving benchmark (serve_load --open-loop: the lengths in this generator's order), so that both send the same
 // lengths, cut the same way. Header-only, standard library only: neither program links more for it.

@@ -2,8 +2,8 @@
 # Per-kernel GPU durations of one cuda_engine_bench benchmark through Nsight Compute (ncu, which the GPU machine's
 # CUDA toolkit has; nsys it has not): the first --count kernels launched (default 260: at 32 x 45 s with the 0.6b
 # model, the front end, the subsampling and about two encoder layers), each with its duration, grid and block, in
-# launch order; then the time per kernel name, summed. How the encoder's slow kernels were found (issue 4): the
-# subsampling's direct conv at 29.5 ms, attention's products on sm75 "align1" kernels.
+# launch order; then the time per kernel name, summed. How the engine benchmark found the encoder's slow kernels:
+# the subsampling's direct conv at 29.5 ms, attention's products on sm75 "align1" kernels.
 #   bench/profile_gpu_kernels.sh --model DIR [--filter '^encoder/b32x45s'] [--count 260] [--out FILE.csv]
 #   bench/profile_gpu_kernels.sh --summarize FILE.csv     (the tables again from a saved CSV; no GPU needed)
 # On the GPU machine with the package unpacked in $STENO_PKG (/tmp/steno) and the 0.6b model made as

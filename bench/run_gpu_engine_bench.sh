@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The engine benchmark of issue 4 on the GPU machine, in one command (about 5 minutes on an H200):
+# The engine benchmark (docs/benchmarks.md) on the GPU machine, in one command (about 5 minutes on an H200):
 #   1. the `0.6b` model: `steno model random --like configs/parakeet-tdt-0.6b-v2.json`, bf16, its joint calibrated
 #      to 0.4 tokens per encoder frame (random_model.h, calibrate_joint) on the benchmark's own speech: its first
 #      8 clips of 45 s and 16 of 10 s (a random model's rate depends on the clip length), on the GPU in f32

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 7's runs on the GPU machine, step by step (each within a time limit, the whole within a deadline), writing
-# under OUT (default $OUT) the names they are committed with in bench/results/h200-fleet/:
+# The fleet's GPU runs (GPU sharing: worker processes, MPS, green contexts) on the GPU machine, step by step (each
+# within a time limit, the whole within a deadline), writing under OUT (default $OUT) the names they are committed
+# with in bench/results/h200-fleet/:
 #   tests        the fleet's GPU tests: mps_gpu_test (a private MPS daemon, clients capped to their share,
 #                restart, join), GreenContextCuda.* (SM partitions), GreenRunnersGpu.* (green lanes transcribe like a
 #                plain lane), core_test GreenContext*:Nvml* -> logs/tests-*.log

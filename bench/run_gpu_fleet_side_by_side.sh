@@ -2,7 +2,7 @@
 # Two runs of bench/run_gpu_fleet_bench.sh at once on a host of two GPUs, one per GPU (CUDA_VISIBLE_DEVICES = that
 # GPU's UUID, which MPS clients take where ordinals would be remapped), so that a 30-minute lease measures twice the
 # arms. Each run writes under OUT/gpu0 or OUT/gpu1 (its console output in OUT/gpu0.log, OUT/gpu1.log); the 0.6b
-# model is made once first. Issue 7's six arms in three calls (bench/results/h200-arms/):
+# model is made once first. The six arms of docs/benchmarks.md in three calls (bench/results/h200-arms/):
 #   bench/run_gpu_fleet_side_by_side.sh arms mps arms single
 #   bench/run_gpu_fleet_side_by_side.sh arms mps+batch arms green+batch
 #   bench/run_gpu_fleet_side_by_side.sh arms processes arms lanes+batch

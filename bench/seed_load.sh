@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark protocol's `seed` workload (docs/benchmark-protocol.md): one 45 s clip re-sent, closed loop.
+# The benchmark protocol's `seed` workload (docs/benchmarks.md): one 45 s clip re-sent, closed loop.
 #   bench/seed_load.sh [--build-dir build] [--out bench/results/cpu-seed.json]
 #                      [--concurrency "1 4 8 16 20 24 32 64 100"] [--duration-s 30] [--warmup-s 5] [--timeout-s 60]
 #                      [--sla-mean-ms 650] [--sla-p99-ms 1000] [--steno CMD] [--serve-load CMD] [--note TEXT]

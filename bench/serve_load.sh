@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 5's recorded load run (CPU, bundled model):
+# The recorded CPU load run (bundled model): every request in flight at once, then health throughput with wrk:
 #   bench/serve_load.sh [--build-dir build] [--requests 1000] [--out bench/results/cpu-serve-load.json]
 #                       [--wrk-duration 10] [--wrk-connections "1 16 128"] [--note "machine state"]
 # 1. starts `steno serve` with the bundled model on a free loopback port (--port 0; the port is read from its log)
@@ -168,7 +168,7 @@ per_request = load.pop("per_request")
 wrk_text = open(e["LOAD_WRK"]).read()
 
 result = dict(
-    run_fields("issue 5: %s concurrent OpenAI transcription requests (bundled model, CPU), each checked against "
+    run_fields("CPU load run: %s concurrent OpenAI transcription requests (bundled model, CPU), each checked against "
                "reference_transcripts.tsv; /v2/health/ready throughput with wrk" % e["LOAD_REQUESTS"],
                load.get("date_utc")),
     machine=dict(machine(), somaxconn=int(e["LOAD_SOMAXCONN"])),

@@ -1,4 +1,4 @@
-// serve_load --closed-loop: the benchmark protocol's `seed` workload (docs/benchmark-protocol.md): one clip, re-sent.
+// serve_load --closed-loop: the benchmark protocol's `seed` workload (docs/benchmarks.md): one clip, re-sent.
 //
 // 1. The reference: --clip sent alone on one connection; its answer (200, JSON {"text"}) is the text every later
 //    answer must have (the clip has no transcript of its own). --warmup and --requests do not apply.

@@ -1,4 +1,4 @@
-// serve_load --open-loop: the benchmark protocol's `mix` workload (docs/benchmark-protocol.md): clips of the mix's
+// serve_load --open-loop: the benchmark protocol's `mix` workload (docs/benchmarks.md): clips of the mix's
 // lengths arriving as a Poisson process, whatever the server's answers, at each rate of a sweep.
 //
 // 1. The clips: the mix's 1,000 lengths (bench/mix_workload.h: log-normal around a 5.8 s median, clipped to

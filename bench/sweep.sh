@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# One command for the seed experiment across arms (issue 6): for each arm, bench/seed_load.sh starts `steno serve`
-# in that arm's configuration, runs the closed-loop sweep and stops it; then `steno bench report` writes one report
-# (Markdown + SVG plots) comparing the arms, the first arm as the baseline.
+# One command for the seed experiment across arms (docs/benchmarks.md): for each arm, bench/seed_load.sh starts
+# `steno serve` in that arm's configuration, runs the closed-loop sweep and stops it; then `steno bench report` writes
+# one report (Markdown + SVG plots) comparing the arms, the first arm as the baseline.
 #
 #   bench/sweep.sh --out-dir DIR --arm 'NAME: STENO SERVE ARGS' [--arm ...] [seed_load.sh options...]
 #

@@ -1,5 +1,5 @@
-// `steno plan`: GPUs for a traffic figure, from a measured capacity (shared/docs/benchmark-protocol.md,
-// "Capacity plan"). The capacity is a result file's SLO point (bench/seed_load.sh; the SLO search picks the
+// `steno plan`: GPUs for a traffic figure, from a measured capacity (docs/benchmarks.md, "SLO, headline and
+// capacity"). The capacity is a result file's SLO point (bench/seed_load.sh; the SLO search picks the
 // highest requests/s meeting --sla-mean-ms / --sla-p99-ms) or a figure given with --capacity-rps.
 #include <fmt/format.h>
 

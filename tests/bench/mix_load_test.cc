@@ -1,4 +1,4 @@
-// The benchmark protocol's `mix` workload (issue 6): bench/mix_load.sh runs serve_load's open loop (Poisson
+// The benchmark protocol's `mix` workload (docs/benchmarks.md): bench/mix_load.sh runs serve_load's open loop (Poisson
 // arrivals at each rate) against a real `steno serve` (bundled model, CPU) and writes one result file: every answer
 // equals its clip's reference (also in batches of clips of different lengths), each point has its arrivals,
 // latency, SLO verdict and GPU summary (here: why there is none), and the headline is the highest rate that met

@@ -1,4 +1,4 @@
-// The benchmark protocol's `offline` workload as served (issue 6): serve_load --offline against a real
+// The benchmark protocol's `offline` workload as served (docs/benchmarks.md): serve_load --offline against a real
 // `steno serve` (bundled model, CPU): the mix's first clips as one job, longest first, all in flight at once; every
 // answer must equal the clip's reference, and the result gives the RTFx.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The seed workload over KServe v2 gRPC (issue 6: the load generator is a real client of the HTTP and the gRPC
+// The seed workload over KServe v2 gRPC (the load generator is a real client of the HTTP and the gRPC
 // APIs): bench/seed_load.sh --protocol grpc starts a real `steno serve --grpc-port 0` (bundled model), and
 // serve_load's gRPC client re-sends the clip as ModelInfer requests; every answer must equal the reference. A 10 s
 // clip, not the protocol's 45 s, so that each 2 s window holds many answers.

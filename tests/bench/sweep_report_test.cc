@@ -1,4 +1,4 @@
-// The benchmark chain end to end on the CPU (issue 6's CI item): bench/sweep.sh runs two arms of the seed
+// The benchmark chain end to end on the CPU, as CI runs it: bench/sweep.sh runs two arms of the seed
 // workload against real `steno serve` processes (bundled model), then `steno bench report` writes the report and
 // its plots. Checks that every result file is a valid sweep, that the report's headline per arm is the SLO search
 // over that arm's points, and that the plots are real SVG drawn by gnuplot.

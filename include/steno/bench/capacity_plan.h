@@ -1,4 +1,4 @@
-// Capacity planning from measured load (shared/docs/benchmark-protocol.md, "Capacity plan"): the SLO search over a
+// Capacity planning from measured load (docs/benchmarks.md, "SLO, headline and capacity"): the SLO search over a
 // load sweep's points, and the fleet size for a traffic figure. Pure arithmetic on result files, no I/O beyond
 // parsing the JSON given; `steno plan` prints what plan_fleet() returns, arithmetic included.
 #pragma once
@@ -12,7 +12,7 @@
 
 namespace steno::bench {
 
-// The latency bounds a load point must stay under (the case study's: mean < 650 ms, p99 < 1000 ms).
+// The latency bounds a load point must stay under (the benchmarks' SLO: mean < 650 ms, p99 < 1000 ms).
 struct SloBounds {
   double mean_ms = 650;
   double p99_ms = 1000;

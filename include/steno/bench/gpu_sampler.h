@@ -1,9 +1,9 @@
-// GPU samples for load runs through NVML, loaded at run time (dlopen of libnvidia-ml.so.1, as
-// shared/docs/dependencies.md §5.9 says: no nvml.h or stub here), so the same binary runs on machines without a
-// GPU and says why it has no samples. A thread samples every GPU this process's CUDA sees (CUDA_VISIBLE_DEVICES,
-// visible_gpus.h) every period: utilization (GPU and memory controller), SM clock, memory used (device, and per
-// process), power. Under MPS, NVML's utilization only says that some kernel was running: report it, judge by
-// throughput (benchmark-protocol.md).
+// GPU samples for load runs through NVML, loaded at run time (dlopen of libnvidia-ml.so.1; no nvml.h or stub
+// library at build time: the development machine's CUDA toolkit has neither), so the same binary runs on machines
+// without a GPU and says why it has no samples. A thread samples every GPU this process's CUDA sees
+// (CUDA_VISIBLE_DEVICES, visible_gpus.h) every period: utilization (GPU and memory controller), SM clock, memory
+// used (device, and per process), power. Under MPS, NVML's utilization only says that some kernel was running:
+// report it, judge by throughput.
 #pragma once
 
 #include <chrono>
