@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential cmake ninja-build pkgconf
-  # C++ libraries (shared/docs/dependencies.md)
+  # C++ libraries
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libsndfile1-dev libsoxr-dev libdnnl-dev libopenblas-openmp-dev libhwy-dev
   libsentencepiece-dev sentencepiece

@@ -10,7 +10,7 @@ namespace steno::cli {
 
 namespace fs = std::filesystem;
 
-// The model trained for steno (tools/train, issue "Bundled model") and shipped in models/.
+// The model trained for steno on synthetic speech (tools/train) and shipped in models/.
 constexpr const char* kBundledModel = "steno-tdt-small-en";
 
 std::string default_model_dir() {

@@ -1,5 +1,6 @@
 // NVML (the NVIDIA driver's management library), loaded at run time: dlopen of libnvidia-ml.so.1, no nvml.h or
-// stub at build time (shared/docs/dependencies.md), so the same binary runs where there is no driver and says why.
+// stub at build time (the development machine's CUDA toolkit has neither), so the same binary runs where there is
+// no driver and says why.
 // Used by the benchmark's GPU sampler and by worker processes reporting their device memory.
 #pragma once
 

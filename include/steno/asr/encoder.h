@@ -1,4 +1,4 @@
-// The FastConformer encoder (NeMo's ConformerEncoder with dw_striding subsampling), parakeet-architecture.md §3.
+// The FastConformer encoder (NeMo's ConformerEncoder with dw_striding subsampling; docs/engine.md, "Encoder").
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // NeMo-compatible log-mel front end (AudioToMelSpectrogramPreprocessor / FilterbankFeatures at inference),
-// both variants of parakeet-architecture.md §0: "2.5" (NeMo >= 2.5) and "2.4" (NeMo <= 2.4).
+// both variants (docs/engine.md, "Front end"): "2.5" (NeMo >= 2.5) and "2.4" (NeMo <= 2.4).
 #pragma once
 
 #include <cstdint>

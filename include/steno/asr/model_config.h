@@ -16,7 +16,7 @@
 
 namespace steno::asr {
 
-// NeMo's front-end behaviour (parakeet-architecture.md §0): "2.5" = NeMo >= 2.5 (valid length L//hop, zero centre
+// NeMo's front-end behaviour (docs/engine.md, "Front end"): "2.5" = NeMo >= 2.5 (valid length L//hop, zero centre
 // padding, masked subsampling), "2.4" = NeMo <= 2.4 (L//hop + 1, reflect padding, unmasked subsampling).
 enum class FrontendVersion { kNeMo24, kNeMo25 };
 const char* frontend_version_name(FrontendVersion v);  // "2.4", "2.5"

@@ -1,5 +1,5 @@
 // The TDT transducer's prediction network (LSTM), joint network, and batched greedy label-looping decoding,
-// exactly as NeMo's GreedyBatchedTDTLabelLoopingComputer (parakeet-architecture.md §6, §7).
+// exactly as NeMo's GreedyBatchedTDTLabelLoopingComputer (docs/engine.md, "Transducer" and "Greedy TDT decoding").
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// SentencePiece detokenisation with NeMo's text post-processing (parakeet-architecture.md §8).
+// SentencePiece detokenisation with NeMo's text post-processing (docs/engine.md, "Text and timestamps").
 #pragma once
 
 #include <memory>

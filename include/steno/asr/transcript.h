@@ -1,5 +1,5 @@
 // What a transcription returns, and how decoded tokens become text, words and segments with times
-// (NeMo's _compute_offsets_tdt, _refine_timestamps_tdt, get_words_offsets, get_segment_offsets; fact sheet §8).
+// (NeMo's _compute_offsets_tdt, _refine_timestamps_tdt, get_words_offsets, get_segment_offsets; docs/engine.md).
 #pragma once
 
 #include <string>

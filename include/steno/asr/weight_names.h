@@ -1,5 +1,5 @@
 // The weights a FastConformer-TDT model of a given config.json has: every NeMo state-dict name with its shape
-// (parakeet-architecture.md §4), in NeMo's state-dict order.
+// (docs/engine.md, "Weight names"), in NeMo's state-dict order.
 #pragma once
 
 #include <cstdint>

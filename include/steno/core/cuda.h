@@ -67,8 +67,8 @@ struct SmPartitioning {
 };
 SmPartitioning sm_partitioning(int device);
 
-// A CUDA green context: a fixed set of SMs of one device (design.md §4 `green`). Work queued on its streams runs
-// only on those SMs (never fewer; the driver may use more under MPS, see gpu-sharing.md §3), so lanes with green
+// A CUDA green context: a fixed set of SMs of one device (what `--share green` gives each lane). Work queued on its
+// streams runs only on those SMs (never fewer; under MPS the driver may use more), so lanes with green
 // contexts cannot starve each other of SMs. Contexts made one by one with create() may overlap (each is carved
 // from the whole device); partition() makes disjoint ones. Memory, modules and weights are the device's primary
 // context's, shared with ordinary streams. Built on the driver API through the runtime's entry points (no libcuda link: binaries still start on a

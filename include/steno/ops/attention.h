@@ -1,5 +1,5 @@
 // Relative-position multi-head self-attention (Transformer-XL style, NeMo's RelPositionMultiHeadAttention),
-// after the q/k/v/pos projections and before linear_out. See shared/docs/parakeet-architecture.md §3.3, §3.8.
+// after the q/k/v/pos projections and before linear_out; also NeMo's rel_pos_local_attn as a band (docs/engine.md).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 // Batched greedy TDT decoding on a CUDA device with no host synchronization per step: NeMo's label-looping
-// search (parakeet-architecture.md §7), giving the same tokens, timestamps and durations as TdtDecoder::decode
-// (the CPU reference) for the same encoder output, up to floating-point rounding of near-tied logits.
+// search (docs/engine.md, "Greedy TDT decoding"), giving the same tokens, timestamps and durations as
+// TdtDecoder::decode (the CPU reference) for the same encoder output, up to floating-point rounding of near-tied
+// logits.
 //
 // The loop runs on the device. Each iteration is one fixed sequence of kernels and cuBLASLt GEMMs over a bucket
 // of rows (batch padded to a power of two, padding rows inactive): the joint's hidden layer, the output GEMM,

@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(kUpdateThreads)
     }
     if (tid == 0) {
       const int k = best_i;
-      // Duration argmax (first maximum), then NeMo's rules (parakeet-architecture.md §7).
+      // Duration argmax (first maximum), then NeMo's rules (docs/engine.md, "Greedy TDT decoding").
       int d_idx = 0;
       float d_best = to_f32(row[d.blank + 1]) + out_b[d.blank + 1];
       for (int j = 1; j < d.n_durations; ++j) {

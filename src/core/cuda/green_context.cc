@@ -67,7 +67,7 @@ void check(const Driver& d, CUresult r, const char* what, int device) {
   const ErrorCode code = r == CUDA_ERROR_OUT_OF_MEMORY ? ErrorCode::kResourceExhausted : ErrorCode::kUnavailable;
   if (r == CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION)
     fail(code, "cuda:{}: {} failed ({}): the driver refuses this SM split; under MPS with "
-         "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE below 100 every split fails (gpu-sharing.md §1): use --share green "
+         "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE below 100 every split fails: use --share green "
          "without MPS", device, what, name);
   fail(code, "cuda:{}: {} failed ({})", device, what, name);
 }
