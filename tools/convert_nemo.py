@@ -54,7 +54,7 @@ def member(files, name, what):
 
 
 def frontend_from_version(ver):
-    """nemo_version >= 2.5 -> '2.5' (current front end), else '2.4' (parakeet-architecture.md §0)."""
+    """nemo_version >= 2.5 -> '2.5' (current front end), else '2.4' (docs/engine.md, "Front end")."""
     if not ver:
         return "2.5"
     parts = []

@@ -39,9 +39,8 @@ CLIPS = [("clip0_1.7s.wav", 0, 13037), ("clip1_4.3s.wav", 4000, 27101), ("clip2_
 
 
 def default_nemo_tiny():
-    """The project's copy (tests/data/nemo-tiny) if present, else the shared reference."""
-    local = os.path.join(REPO, "tests", "data", "nemo-tiny")
-    return local if os.path.isfile(os.path.join(local, "model.nemo")) else "/work/shared/reference/nemo-tiny"
+    """The project's copy (tests/data/nemo-tiny); --nemo-tiny DIR reads another."""
+    return os.path.join(REPO, "tests", "data", "nemo-tiny")
 
 
 def base_config(name, n_mels, frontend):
@@ -295,7 +294,7 @@ def write_set(root, name, cfg, seed0, clips_i16, tok_bytes, weights_dtype="f32")
         "seed": seed, "torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version(),
         "torch_num_threads": torch.get_num_threads(), "frontend_version": fv, "weights_dtype": weights_dtype,
         "clips": [{"wav": w, "start": s, "samples": n} for w, s, n in CLIPS],
-        "clip_source": "shared/reference/nemo-tiny (espeak-ng), int16 / 32768",
+        "clip_source": "tests/data/nemo-tiny (espeak-ng), int16 / 32768",
         "durations": cfg["decoding"]["durations"], "max_symbols": cfg["decoding"]["max_symbols"],
         "joint_calibration": cal, "decode_stats_batch": st,
         "decision_margins": {"min_token_margin": tm, "min_duration_margin": dm,

@@ -291,7 +291,7 @@ TEST(ModelConfig, ParakeetPreset) {
   EXPECT_EQ(c.joint.joint_hidden, 640);
   EXPECT_EQ(c.joint.num_outputs(), 1030);
   EXPECT_EQ(c.decoding.max_symbols, 10);
-  // parakeet-architecture.md §4/§5: the shapes and the ~0.62B sanity check.
+  // The NeMo weight shapes (docs/engine.md, "Weight names") and the ~0.62B parameter count.
   std::map<std::string, Shape> shapes;
   for (const WeightSpec& s : expected_weights(c)) shapes[s.name] = s.shape;
   EXPECT_EQ(shapes["encoder.pre_encode.out.weight"], Shape({1024, 4096}));

@@ -12,7 +12,7 @@
 
 namespace steno::asr::testing {
 
-// The nemo-tiny config (docs/model-format.md's example; shared/reference/nemo-tiny's model_config.yaml).
+// The nemo-tiny config (docs/model-format.md's example; tests/data/nemo-tiny/model.nemo's model_config.yaml).
 inline constexpr const char* kNemoTinyConfig = R"({
   "format": "steno-model",
   "format_version": 1,

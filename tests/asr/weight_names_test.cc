@@ -11,7 +11,7 @@ namespace {
 
 using testing::nemo_tiny;
 
-// The keys and shapes of shared/reference/nemo-tiny/model.nemo's model_weights.ckpt in state-dict order, the two
+// The keys and shapes of tests/data/nemo-tiny/model.nemo's model_weights.ckpt in state-dict order, the two
 // *.num_batches_tracked counters left out (generated with torch.load).
 const std::vector<std::pair<std::string, Shape>> kNemoTinyCheckpoint = {
     {"preprocessor.featurizer.window", {400}},

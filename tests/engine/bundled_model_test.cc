@@ -2,7 +2,7 @@
 // way a user runs it: `steno transcribe` with no --model (so the default-model lookup is tested too).
 //   - every transcript equals the PyTorch reference's (reference_transcripts.tsv, tools/transcribe_ref.py);
 //   - the espeak-ng WER (normalize_for_wer + word edit distance) stays within 1 point of the figure measured when
-//     the model was trained (kEspeakWer, also in the README and the closing note);
+//     the model was trained (kEspeakWer, also in the README);
 //   - the other synthesizer's (flite) WER is printed, with no bar: it shows the model out of its domain.
 #include <gtest/gtest.h>
 #include <sys/wait.h>

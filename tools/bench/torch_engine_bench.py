@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The engine benchmark's `torch` arm (issue 4, benchmark-protocol.md): the same model directory in the PyTorch
+"""The engine benchmark's `torch` arm (docs/benchmarks.md): the same model directory in the PyTorch
 reference (tools/steno_ref), on the same audio and batch shapes as bench/cuda_engine_bench.cc, eager, with
 bf16 autocast around the encoder and the decoder (the front end in f32, as NeMo runs it).
 

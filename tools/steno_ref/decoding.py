@@ -1,5 +1,5 @@
 """Batched greedy TDT decoding, label-looping, as NeMo's GreedyBatchedTDTLabelLoopingComputer.torch_impl
-(parakeet-architecture.md §7), without CUDA graphs, LM fusion or streaming state.
+(docs/engine.md, "Greedy TDT decoding"), without CUDA graphs, LM fusion or streaming state.
 
 Every utterance has its own frame index t. Stage 1 runs the joint for all active utterances; stage 2
 re-runs it only for those that got blank and are still inside their audio (advance_mask); stage 3 stores

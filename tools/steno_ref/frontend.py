@@ -1,6 +1,6 @@
 """NeMo log-mel front end (AudioToMelSpectrogramPreprocessor -> FilterbankFeatures), inference path.
 
-Two variants (parakeet-architecture.md §0/§2):
+Two variants (docs/engine.md, "Front end"):
   "2.5": valid length L//hop, zero centre padding, pre-emphasised samples past L zeroed.
   "2.4": valid length L//hop + 1, *reflect* centre padding of the whole (zero-padded) batch row,
          no zeroing of pre-emphasis past L. So in a batch, a short clip's right-hand reflect pad

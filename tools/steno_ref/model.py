@@ -1,4 +1,4 @@
-"""FastConformer-TDT in PyTorch, written from parakeet-architecture.md with NeMo's module names.
+"""FastConformer-TDT in PyTorch, as docs/engine.md describes it, with NeMo's module names.
 
 Attribute names are chosen so that state_dict() keys equal NeMo's exactly
 (encoder.layers.K.self_attn.linear_q.weight, decoder.prediction.dec_rnn.lstm.weight_ih_l0,

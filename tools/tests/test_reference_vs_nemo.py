@@ -1,4 +1,4 @@
-"""The reference (tools/steno_ref) reproduces NeMo's own outputs for shared/reference/nemo-tiny.
+"""The reference (tools/steno_ref) reproduces NeMo's own outputs for nemo-tiny (tests/data/nemo-tiny).
 
 Runs tools/convert_nemo.py on model.nemo for each front end, then the reference on the three clips in one
 batch and singly, and compares with golden_nemo25.npz / golden_nemo24.npz: float arrays within 1e-4 of the
@@ -20,10 +20,8 @@ import numpy as np
 
 TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, TOOLS)
-# STENO_NEMO_TINY, else the project's copy in tests/data/nemo-tiny, else the shared reference
-_LOCAL = os.path.join(os.path.dirname(TOOLS), "tests", "data", "nemo-tiny")
-NEMO_TINY = os.environ.get("STENO_NEMO_TINY") or (
-    _LOCAL if os.path.isfile(os.path.join(_LOCAL, "model.nemo")) else "/work/shared/reference/nemo-tiny")
+# STENO_NEMO_TINY, else the project's copy in tests/data/nemo-tiny
+NEMO_TINY = os.environ.get("STENO_NEMO_TINY") or os.path.join(os.path.dirname(TOOLS), "tests", "data", "nemo-tiny")
 WAVS = ["clip0_1.7s.wav", "clip1_4.3s.wav", "clip2_9.0s.wav"]
 REL_TOL = 1e-4
 
