@@ -36,6 +36,38 @@ BatchRun BatchRun::lost(Loss loss, std::string how, std::string message) {
   return r;
 }
 
+// Lets batches run side by side, except one holding a suspect request (one that was in a lost batch), which runs
+// alone: no other batch starts while it waits, and it starts once those running have ended (so a stream of
+// ordinary batches cannot keep it waiting).
+class ExecutorPool::RunGate {
+ public:
+  void enter(bool alone) {
+    std::unique_lock lock(mu_);
+    if (!alone) {
+      cv_.wait(lock, [&] { return waiting_alone_ == 0 && !alone_running_; });
+      ++running_;
+      return;
+    }
+    ++waiting_alone_;
+    cv_.wait(lock, [&] { return running_ == 0 && !alone_running_; });
+    --waiting_alone_;
+    alone_running_ = true;
+  }
+  void leave(bool alone) {
+    std::lock_guard lock(mu_);
+    if (alone) alone_running_ = false;
+    else --running_;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int running_ = 0;
+  int waiting_alone_ = 0;
+  bool alone_running_ = false;
+};
+
 struct ExecutorPool::Slot {
   Slot(int i, std::unique_ptr<Executor> e, int max_batch, OomPolicy oom)
       : index(i), exec(std::move(e)), cap(max_batch, oom) {}
@@ -49,7 +81,11 @@ struct ExecutorPool::Slot {
 
 ExecutorPool::ExecutorPool(std::vector<std::unique_ptr<Executor>> executors, DynamicBatcher& batcher,
                            CompleteFn complete, ModelStatistics* stats, PoolPolicy policy)
-    : batcher_(batcher), complete_(std::move(complete)), stats_(stats), policy_(policy) {
+    : batcher_(batcher),
+      complete_(std::move(complete)),
+      stats_(stats),
+      policy_(policy),
+      gate_(policy.isolate_suspects ? std::make_unique<RunGate>() : nullptr) {
   STENO_CHECK(!executors.empty(), "an executor pool needs at least one executor");
   STENO_CHECK(complete_ != nullptr, "an executor pool needs a completion function");
   STENO_CHECK(policy_.restart.backoff_initial.count() >= 0 &&
@@ -164,9 +200,13 @@ bool ExecutorPool::bring_up(Slot& s) {
 
 bool ExecutorPool::run(Slot& s, Batch& batch, Clock::time_point start) {
   const int n = static_cast<int>(batch.requests.size());
+  bool suspect = false;
+  for (const auto& r : batch.requests) suspect = suspect || r->executor_faults > 0;
+  if (gate_) gate_->enter(suspect);
   const Clock::time_point run_start = Clock::now();
   BatchRun r = s.exec->run(batch);
   const Clock::time_point end = Clock::now();
+  if (gate_) gate_->leave(suspect);
   if (r.status == BatchRun::Status::kDone && r.transcripts.size() != batch.requests.size())
     r = BatchRun::failed(ErrorCode::kInternal,
                          fmt::format("internal error: {} transcripts for a batch of {}", r.transcripts.size(), n));

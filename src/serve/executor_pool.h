@@ -8,6 +8,9 @@
 //     charged one fault and requeued alone, so a poison request cannot take innocent ones down with it again; a
 //     request charged twice fails alone ("request crashed the worker twice; not retried"). A batch lost with its
 //     group (Loss::kGroup) is requeued whole, uncharged. Replays go before new batches; deadlines still apply.
+//   - with isolate_suspects (executors that fail together: MPS clients of one GPU, where one client's fault faults
+//     them all), a batch holding a request that was in a lost batch runs with no other batch in flight: otherwise
+//     innocent requests replayed beside a poison one would be lost with it again, charged twice and failed.
 //   - a lost executor is started again after a backoff (restart.backoff_initial, doubling per consecutive loss or
 //     failed start up to restart.backoff_max; reset by a batch that runs). While draining, one that fails to start
 //     restart.attempts_while_draining times in a row is given up, and the requests left fail.
@@ -39,6 +42,7 @@ struct RestartPolicy {
 struct PoolPolicy {
   OomPolicy oom{};
   RestartPolicy restart{};
+  bool isolate_suspects = false;
 };
 
 class ExecutorPool {
@@ -74,11 +78,14 @@ class ExecutorPool {
   void replay(Batch batch, const BatchRun& lost);
   void fail_remaining(const std::string& why);
 
+  class RunGate;  // batches side by side, a suspect's alone (isolate_suspects)
+
   DynamicBatcher& batcher_;
   CompleteFn complete_;
   ModelStatistics* stats_;
   PoolPolicy policy_;
   std::vector<std::unique_ptr<Slot>> slots_;
+  std::unique_ptr<RunGate> gate_;
   std::atomic<bool> stopping_{false};
   std::mutex join_mu_;
 

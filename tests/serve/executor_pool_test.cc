@@ -154,6 +154,112 @@ TEST_F(PoolLosses, ABatchLostWithItsGroupIsReplayedWholeWithoutBlame) {
   EXPECT_EQ(log_.batches, (std::vector<size_t>{4, 4, 4}));  // whole each time
 }
 
+// Executors that fail together, as MPS clients of one GPU do: a poison request's fault loses every batch running
+// beside it. Its neighbours are charged for a fault they did not cause; replayed beside the poison request again,
+// they would be charged twice and failed. With isolate_suspects a batch holding a charged request runs alone.
+class SharedFate {
+ public:
+  // Waits (a moment) for `expected` batches to be running, so that the fault meets the neighbours it would meet
+  // under load, then faults them all.
+  void fault(int expected) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, 300ms, [&] { return running_ >= expected; });
+    ++epoch_;
+    cv_.notify_all();
+  }
+  uint64_t begin() {
+    std::lock_guard lock(mu_);
+    ++running_;
+    cv_.notify_all();
+    return epoch_;
+  }
+  // Runs a batch for `ms`; true when a fault hit it meanwhile.
+  bool end_after(uint64_t epoch, std::chrono::milliseconds ms) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, ms, [&] { return epoch_ != epoch; });
+    --running_;
+    return epoch_ != epoch;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int running_ = 0;
+  uint64_t epoch_ = 0;
+};
+
+class SharedFateExecutor final : public Executor {
+ public:
+  SharedFateExecutor(int i, SharedFate& fate, int executors) : name_("fate " + std::to_string(i)), fate_(fate), n_(executors) {}
+  const std::string& name() const override { return name_; }
+  std::optional<std::string> start() override {
+    up_ = true;
+    return std::nullopt;
+  }
+  bool up() const override { return up_; }
+  BatchRun run(const Batch& batch) override {
+    const uint64_t epoch = fate_.begin();
+    bool poison = false;
+    for (const auto& r : batch.requests) poison = poison || r->id.rfind("poison", 0) == 0;
+    if (poison) fate_.fault(n_);
+    if (fate_.end_after(epoch, poison ? 0ms : 50ms)) {
+      up_ = false;
+      return BatchRun::lost(Loss::kFault, "crashed", "the GPU's clients faulted together");
+    }
+    return BatchRun::done(std::vector<asr::Transcript>(batch.requests.size()), {});
+  }
+  void stop() override {}
+
+ private:
+  std::string name_;
+  SharedFate& fate_;
+  int n_;
+  bool up_ = false;
+};
+
+// Poison requests and innocent ones on four executors that fail together: which requests end failed.
+std::map<std::string, Outcome> run_shared_fate(bool isolate_suspects) {
+  constexpr int kExecutors = 4;
+  SharedFate fate;
+  BatcherConfig config;
+  config.max_batch_size = 1;
+  config.max_queue_delay = 0us;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, Outcome> outcomes;
+  CompleteFn complete = [&](Completion c) {
+    std::lock_guard lock(mu);
+    outcomes[c.request->id] = c.response.outcome;
+    cv.notify_all();
+  };
+  DynamicBatcher batcher(config, {complete, nullptr});
+  std::vector<std::unique_ptr<Executor>> executors;
+  for (int i = 0; i < kExecutors; ++i) executors.push_back(std::make_unique<SharedFateExecutor>(i, fate, kExecutors));
+  PoolPolicy policy;
+  policy.restart.backoff_initial = 1ms;
+  policy.restart.backoff_max = 2ms;
+  policy.isolate_suspects = isolate_suspects;
+  ExecutorPool pool(std::move(executors), batcher, complete, nullptr, policy);
+  for (const char* id : {"innocent-1", "innocent-2", "innocent-3", "poison"})
+    batcher.submit(testing::make_request(id, 1600));
+  std::unique_lock lock(mu);
+  EXPECT_TRUE(cv.wait_for(lock, 30s, [&] { return outcomes.size() == 4; }));
+  return outcomes;
+}
+
+TEST(SharedFate, SuspectsRunAloneSoThatOnlyThePoisonRequestFails) {
+  spdlog::set_level(spdlog::level::off);
+  const auto isolated = run_shared_fate(true);
+  EXPECT_EQ(isolated.at("poison"), Outcome::kInternal);
+  for (const char* id : {"innocent-1", "innocent-2", "innocent-3"}) EXPECT_EQ(isolated.at(id), Outcome::kOk) << id;
+  // Without it, the innocent ones replayed beside the poison one fall with it a second time.
+  const auto side_by_side = run_shared_fate(false);
+  int failed = 0;
+  for (const auto& [id, outcome] : side_by_side) failed += outcome == Outcome::kInternal ? 1 : 0;
+  EXPECT_GT(failed, 1);
+  spdlog::set_level(spdlog::level::info);
+}
+
 TEST(ExecutorPoolStart, AnExecutorThatCannotStartFailsThePoolWithItsNameAndReason) {
   struct NeverUp final : Executor {
     std::string n = "worker 3";

@@ -103,8 +103,41 @@ WorkerLaunch WorkerSupervisor::launch(int i, const SharedWeightsBroker::Start& w
   return l;
 }
 
+// Tells a group restart waiting for every worker to be gone that one more is (its live_pid was just cleared under
+// its mu). Called without any worker's mu held: the waiter takes group_mu_, then each worker's mu.
+void WorkerSupervisor::notify_down() {
+  std::lock_guard lock(group_mu_);
+  group_cv_.notify_all();
+}
+
+void WorkerSupervisor::await_group_recovery() {
+  std::unique_lock lock(group_mu_);
+  if (!group_recovering_) return;
+  auto all_down = [&] {
+    for (const auto& w : workers_) {
+      std::lock_guard worker_lock(w->mu);
+      if (w->live_pid > 0) return false;
+    }
+    return true;
+  };
+  // Each worker's executor reaps its own once it sees it gone (within a heartbeat interval when idle).
+  if (!group_cv_.wait_for(lock, config_.startup_timeout, [&] { return !group_recovering_ || all_down(); }))
+    spdlog::warn("a worker of the faulted group is still alive after {} s; starting again anyway",
+                 config_.startup_timeout.count() / 1000.0);
+  if (!group_recovering_) return;  // another start recovered the group meanwhile
+  group_recovering_ = false;
+  if (!config_.recover_group) return;
+  spdlog::warn("every worker of the faulted group is down: recovering the GPU before starting them again");
+  try {
+    config_.recover_group();
+  } catch (const std::exception& e) {
+    spdlog::error("could not recover the group's GPU: {}; starting the workers anyway", e.what());
+  }
+}
+
 std::optional<std::string> WorkerSupervisor::start(int i) {
   Worker& w = *workers_.at(static_cast<size_t>(i));
+  await_group_recovery();
   SharedWeightsBroker::Start weights = weights_.begin(i);
   try {
     auto process = WorkerProcess::spawn(launch(i, weights));
@@ -170,6 +203,7 @@ std::optional<std::string> WorkerSupervisor::await_hello(Worker& w, Hello* hello
     w.live_pid = 0;
     w.group_victim = false;
   }
+  notify_down();
   return fmt::format("pid {}: {} ({}; its messages are above)", w.process->pid(), error, status.str());
 }
 
@@ -195,6 +229,7 @@ Loss WorkerSupervisor::lose(int i, RestartReason reason, const std::string& why,
     w.live_pid = 0;
     victim = std::exchange(w.group_victim, false);
   }
+  notify_down();
   if (victim)
     reason = RestartReason::kGroup;
   else if (reason == RestartReason::kExit && status.signaled)
@@ -212,6 +247,10 @@ Loss WorkerSupervisor::lose(int i, RestartReason reason, const std::string& why,
 
 void WorkerSupervisor::restart_group(int faulted) {
   spdlog::warn("worker {} faulted: restarting every worker of its group", faulted);
+  {
+    std::lock_guard lock(group_mu_);
+    group_recovering_ = true;
+  }
   weights_.drop();  // its memory may belong to the context that broke
   for (auto& other : workers_) {
     if (other->index == faulted) continue;
@@ -231,6 +270,7 @@ void WorkerSupervisor::stop(int i) {
     status = w.process->stop(kStopGrace);
     w.live_pid = 0;
   }
+  notify_down();
   spdlog::info("worker {} (pid {}) stopped: {}", i, w.process->pid(), status.str());
   if (metrics_) metrics_->worker_down();
   w.process.reset();

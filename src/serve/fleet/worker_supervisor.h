@@ -8,7 +8,10 @@
 //             misbehaving one is SIGKILLed; it is logged with its index, pid, exit status or signal and batch, and
 //             counted by reason. With restart_group_on_fault (MPS, where one client's fault kills every client of
 //             the GPU) it also kills every other worker of the group; their executors then find them lost as
-//             victims (Loss::kGroup), and the shared weights are dropped.
+//             victims (Loss::kGroup), and the shared weights are dropped. No worker starts again until every
+//             worker of the group is gone and recover_group has run: under MPS a client that starts while a faulted
+//             one still lives is refused, or faults in its first batch, and its replayed requests would be charged
+//             a second fault they did not cause.
 //   stop(i)   an orderly end (draining): the worker's socket is shut, it exits, what is left is killed.
 // Workers exit with the server: the parent-death signal ends them if it dies, and destroying the supervisor kills
 // and reaps any still running.
@@ -17,6 +20,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -54,6 +58,9 @@ struct WorkerFleetConfig {
   WorkerCommand command;
   WorkerEnv worker_env;  // extra environment per worker (MPS variables, ...); optional
   bool restart_group_on_fault = false;
+  // With restart_group_on_fault: what makes the group's GPU take clients again once every worker of a faulted group
+  // is gone (MPS: MpsDaemon::restart), run before the first worker starts again. Optional.
+  std::function<void()> recover_group;
   bool share_weights = false;  // one device copy of the weights for every worker (shared_weights.h)
   std::chrono::milliseconds heartbeat_interval{1000};
   int missed_heartbeats = 5;  // a worker silent for this many intervals is hung
@@ -96,6 +103,8 @@ class WorkerSupervisor {
   struct Worker;
 
   WorkerLaunch launch(int i, const SharedWeightsBroker::Start& weights) const;
+  void notify_down();
+  void await_group_recovery();
   std::optional<std::string> await_hello(Worker& w, Hello* hello, UniqueFd* fd);
   void restart_group(int faulted);
 
@@ -105,6 +114,10 @@ class WorkerSupervisor {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<uint64_t> batch_ids_{0};
   std::atomic<int> first_starts_{0};  // workers that have started once: the fleet is ready when all have
+  // A group restart in progress: set when a worker faults, cleared by the start that runs recover_group.
+  std::mutex group_mu_;
+  std::condition_variable group_cv_;  // notified whenever a worker goes down
+  bool group_recovering_ = false;
 };
 
 }  // namespace steno::serve::fleet

@@ -90,8 +90,11 @@ BuiltModel build_model(const ServeConfig& config) {
       built.mps = open_mps(m);
       const int workers = m.executors;
       fleet.worker_env = [mps = built.mps, workers](int worker) { return mps->worker_env(worker, workers); };
-      // Under MPS a fatal fault in one client faults every client of the GPU's server: restart them together.
+      // Under MPS a fatal fault in one client faults every client of the GPU's server: restart them together, and
+      // only once the daemon takes clients again.
       fleet.restart_group_on_fault = true;
+      fleet.recover_group = [mps = built.mps] { mps->restart(); };
+      spec.policy.isolate_suspects = true;  // a poison request's fault faults its neighbours too
       spec.resources = built.mps;  // the daemon outlives the workers it serves
     }
     spec.executors = [fleet, name = spec.info.name, version = spec.info.version](prometheus::Registry& registry) {

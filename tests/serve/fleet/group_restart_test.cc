@@ -1,0 +1,117 @@
+// A group restart (what the MPS mode does when one client faults: every worker of the GPU goes down together), on
+// the CPU with real worker processes: the faulting worker's group is killed, the group's recovery (under MPS: the
+// daemon's restart) runs once per fault with every worker of the group gone and seen gone, the poison request fails
+// alone after its second crash, and the restarted group serves. (On the CPU the workers die at once; under MPS the
+// daemon also needs its clients gone, which is why the recovery waits for all of them: see the GPU serving check.)
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "../metrics_text.h"
+#include "serve/fleet/fleet_metrics.h"
+#include "serve/fleet/worker_executor.h"
+#include "serve/inference_core.h"
+#include "steno/audio/decode.h"
+
+namespace steno::serve {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+const std::string kModelDir = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en";
+
+// This process's children that are still alive (zombies excluded: their process has ended).
+int live_children() {
+  int n = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream status(entry.path() / "status");
+    std::string line, state;
+    int ppid = -1;
+    while (std::getline(status, line)) {
+      if (line.rfind("State:", 0) == 0) state = line.substr(7, 1);
+      if (line.rfind("PPid:", 0) == 0) ppid = std::stoi(line.substr(5));
+    }
+    if (ppid == getpid() && state != "Z") ++n;
+  }
+  return n;
+}
+
+TEST(GroupRestart, NoWorkerStartsAgainUntilTheWholeGroupIsGoneAndRecovered) {
+  spdlog::set_level(spdlog::level::off);  // the crashes' error lines are expected
+  std::mutex mu;
+  std::condition_variable cv;
+  int recoveries = 0, alive_at_recovery = 0;
+  double up_at_recovery = 0;
+  InferenceCore* serving = nullptr;  // set once the core is built; the hook runs only after a fault
+
+  fleet::WorkerFleetConfig f;
+  f.workers = 2;
+  f.command.executable = STENO_BINARY;
+  f.command.model_dir = kModelDir;
+  f.command.threads = 1;
+  f.restart_group_on_fault = true;
+  f.recover_group = [&] {
+    std::lock_guard lock(mu);
+    ++recoveries;
+    alive_at_recovery += live_children();  // every worker of the group must be gone by now...
+    // ... and seen gone by its executor: none counted up (the victims' executors notice at their own pace).
+    up_at_recovery += testing::metric_value(serving->render_metrics(), "steno_workers_up", {}).value_or(-1);
+  };
+  ModelSpec spec;
+  spec.info.name = "m";
+  spec.info.max_audio_seconds = 60;
+  spec.batcher.max_batch_size = 1;
+  spec.batcher.max_queue_delay = 0us;
+  spec.policy.restart.backoff_initial = 10ms;
+  spec.executors = [f](prometheus::Registry& registry) {
+    return fleet::worker_executors(f, std::make_unique<fleet::FleetMetrics>(registry, "m", "1", f.workers));
+  };
+  CoreConfig config;
+  config.enable_fault_injection = true;
+  InferenceCore core({spec}, config);
+  serving = &core;
+
+  const std::vector<float> pcm =
+      audio::load_audio_file(std::string(STENO_TEST_DATA) + "/testset/espeak/audio/test-0000001.flac").samples;
+  std::vector<TranscriptionResponse> answers(2);
+  int answered = 0;
+  // The poison request first, alone (the other worker idles), then an innocent one on the restarted group.
+  for (int i = 0; i < 2; ++i) {
+    Submission s;
+    s.id = i == 0 ? "poison" : "innocent";
+    s.model = "m";
+    s.audio = PcmAudio{pcm, 16000};
+    if (i == 0) s.fault = "crash";
+    core.submit(std::move(s), [&, i](TranscriptionResponse r) {
+      std::lock_guard lock(mu);
+      answers[static_cast<size_t>(i)] = std::move(r);
+      ++answered;
+      cv.notify_all();
+    });
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 120s, [&] { return answered == i + 1; }));
+  }
+  EXPECT_EQ(answers[1].outcome, Outcome::kOk) << answers[1].message;
+  EXPECT_EQ(answers[1].transcript.text, "the rent is seven pounds a month");
+  EXPECT_EQ(answers[0].outcome, Outcome::kInternal);
+  EXPECT_EQ(answers[0].message, "request crashed the worker twice; not retried");
+  const std::string metrics = core.render_metrics();
+  core.drain();
+  std::lock_guard lock(mu);
+  EXPECT_GE(recoveries, 1);           // once per group fault
+  EXPECT_EQ(alive_at_recovery, 0);    // never with a worker of the faulted group still alive
+  EXPECT_EQ(up_at_recovery, 0);
+  EXPECT_GE(testing::metric_value(metrics, "steno_worker_restarts_total", {{"reason", "group"}}).value_or(0), 1.0)
+      << metrics;
+}
+
+}  // namespace
+}  // namespace steno::serve
