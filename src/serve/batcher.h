@@ -40,8 +40,9 @@ class DynamicBatcher {
     std::optional<Batch> batch;
     bool finished = false;
   };
-  // next_batch() for executors that must look after something while idle (worker processes): a batch of at most
-  // `max_size` requests (0: max_batch_size), or nothing once `until` has passed.
+  // What the executor pool's threads call: a batch of at most `max_size` requests (0: max_batch_size), as
+  // next_batch() gives, or nothing once `until` has passed (an executor that must look after something while idle,
+  // a worker process's heartbeats, passes a near `until`).
   Pull pull(int max_size, Clock::time_point until);
 
   // Takes back a batch an executor could not finish (its worker process died), to run again before any new

@@ -1,5 +1,5 @@
-// Time spans as the serving layer reports them (metrics, logs, responses), shared by the batch queue and every
-// executor so that lanes and worker processes count a batch the same way.
+// Time spans as the serving layer reports them (statistics, logs, responses), shared by the batch queue, the
+// submission path and the executor pool, so that every kind of executor counts a batch the same way.
 #pragma once
 
 #include <algorithm>
