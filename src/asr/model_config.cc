@@ -10,127 +10,12 @@
 #include <set>
 #include <sstream>
 
+#include "config_json.h"
 #include "steno/core/error.h"
 
 namespace steno::asr {
 
-namespace {
-
-constexpr const char* kPrefix = "config.json: ";
-
-template <typename... Args>
-[[noreturn]] void bad(fmt::format_string<Args...> format, Args&&... args) {
-  throw Error(ErrorCode::kInvalidArgument, kPrefix + fmt::format(format, std::forward<Args>(args)...));
-}
-template <typename... Args>
-[[noreturn]] void unsupported(fmt::format_string<Args...> format, Args&&... args) {
-  throw Error(ErrorCode::kUnimplemented, kPrefix + fmt::format(format, std::forward<Args>(args)...));
-}
-
-std::string shown(const nlohmann::json& v) {
-  std::string s = v.dump();
-  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
-}
-
-// One JSON object of config.json, read field by field. Remembers the keys it was asked for so that unknown keys
-// can be reported.
-class Section {
- public:
-  Section(const nlohmann::json* obj, std::string prefix) : obj_(obj), prefix_(std::move(prefix)) {
-    if (obj_ != nullptr && obj_->is_null()) obj_ = nullptr;
-    if (obj_ != nullptr && !obj_->is_object())
-      bad("{} must be an object, got {}", prefix_.empty() ? "the top level" : prefix_.substr(0, prefix_.size() - 1),
-          shown(*obj_));
-  }
-
-  std::string field(const char* key) const { return prefix_ + key; }
-
-  // The value of `key`, or null when it is absent or JSON null.
-  const nlohmann::json* find(const char* key) {
-    seen_.insert(key);
-    if (obj_ == nullptr) return nullptr;
-    const auto it = obj_->find(key);
-    return it == obj_->end() || it->is_null() ? nullptr : &*it;
-  }
-  bool explicit_null(const char* key) const {
-    if (obj_ == nullptr) return false;
-    const auto it = obj_->find(key);
-    return it != obj_->end() && it->is_null();
-  }
-  const nlohmann::json& require(const char* key) {
-    const nlohmann::json* v = find(key);
-    if (v == nullptr) bad("{} is missing", field(key));
-    return *v;
-  }
-
-  static int as_int(const nlohmann::json& v, const std::string& name) {
-    if (!v.is_number_integer()) bad("{} must be an integer, got {}", name, shown(v));
-    if (v.is_number_unsigned() ? v.get<uint64_t>() > uint64_t(INT32_MAX)
-                               : (v.get<int64_t>() > INT32_MAX || v.get<int64_t>() < INT32_MIN))
-      bad("{} is out of range, got {}", name, shown(v));
-    return static_cast<int>(v.get<int64_t>());
-  }
-  int integer(const char* key, std::optional<int> def = std::nullopt) {
-    const nlohmann::json* v = def ? find(key) : &require(key);
-    return v == nullptr ? *def : as_int(*v, field(key));
-  }
-  double number(const char* key, std::optional<double> def = std::nullopt) {
-    const nlohmann::json* v = def ? find(key) : &require(key);
-    if (v == nullptr) return *def;
-    if (!v->is_number()) bad("{} must be a number, got {}", field(key), shown(*v));
-    return v->get<double>();
-  }
-  bool boolean(const char* key, std::optional<bool> def = std::nullopt) {
-    const nlohmann::json* v = def ? find(key) : &require(key);
-    if (v == nullptr) return *def;
-    if (!v->is_boolean()) bad("{} must be true or false, got {}", field(key), shown(*v));
-    return v->get<bool>();
-  }
-  std::string string(const char* key, std::optional<std::string> def = std::nullopt) {
-    const nlohmann::json* v = def ? find(key) : &require(key);
-    if (v == nullptr) return *def;
-    if (!v->is_string()) bad("{} must be a string, got {}", field(key), shown(*v));
-    return v->get<std::string>();
-  }
-  std::vector<int> int_array(const char* key, std::optional<std::vector<int>> def = std::nullopt) {
-    const nlohmann::json* v = def ? find(key) : &require(key);
-    if (v == nullptr) return *def;
-    if (!v->is_array()) bad("{} must be an array of integers, got {}", field(key), shown(*v));
-    std::vector<int> out;
-    for (size_t i = 0; i < v->size(); ++i) out.push_back(as_int((*v)[i], fmt::format("{}[{}]", field(key), i)));
-    return out;
-  }
-
-  void warn_unknown() const {
-    if (obj_ == nullptr) return;
-    for (const auto& [k, v] : obj_->items())
-      if (seen_.count(k) == 0) spdlog::warn("{}ignoring unknown field {}{}", kPrefix, prefix_, k);
-  }
-
- private:
-  const nlohmann::json* obj_;
-  std::string prefix_;
-  std::set<std::string> seen_;
-};
-
-void check_range(const char* name, int v, int lo, int hi) {
-  if (v < lo || v > hi) bad("{} must be in [{}, {}], got {}", name, lo, hi, v);
-}
-
-void check_one_of(const char* name, const std::string& v, std::initializer_list<const char*> allowed,
-                  std::initializer_list<const char*> known_unsupported = {}) {
-  for (const char* a : allowed)
-    if (v == a) return;
-  std::string list;
-  for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-  for (const char* k : known_unsupported)
-    if (v == k) unsupported("{} \"{}\" is not implemented by steno (supported: {})", name, v, list);
-  bad("{} must be one of {}, got \"{}\"", name, list, v);
-}
-
-bool is_power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
-
-}  // namespace
+using namespace config_json;  // NOLINT: the field reader is this file's vocabulary
 
 const char* frontend_version_name(FrontendVersion v) { return v == FrontendVersion::kNeMo24 ? "2.4" : "2.5"; }
 
@@ -156,26 +41,16 @@ int EncoderConfig::subsampled_features() const {
 
 // ---- parsing ---------------------------------------------------------------------------------------------------
 
-ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
-  ModelConfig c;
-  Section top(&j, "");
-  if (const nlohmann::json* v = top.find("format")) {
-    if (!v->is_string() || v->get<std::string>() != "steno-model")
-      bad("format must be \"steno-model\", got {}", shown(*v));
-  }
-  if (const nlohmann::json* v = top.find("format_version")) {
-    const int version = Section::as_int(*v, "format_version");
-    if (version > kFormatVersion)
-      unsupported("format_version {} is newer than this steno reads ({})", version, kFormatVersion);
-    if (version < 1) bad("format_version must be >= 1, got {}", version);
-  }
-  const std::string model_type = top.string("model_type", "fastconformer_tdt");
-  check_one_of("model_type", model_type, {"fastconformer_tdt"},
-               {"fastconformer_ctc", "fastconformer_rnnt", "fastconformer_tdt_ctc"});
-  c.name = top.string("name", "");
+namespace {
+const nlohmann::json& json_or_null(const nlohmann::json* v) {
+  static const nlohmann::json null;
+  return v == nullptr ? null : *v;
+}
+}  // namespace
 
-  Section pre(top.find("preprocessor"), "preprocessor.");
-  PreprocessorConfig& p = c.preprocessor;
+PreprocessorConfig PreprocessorConfig::from_json(const nlohmann::json& j) {
+  PreprocessorConfig p;
+  Section pre(&j, "preprocessor.");
   p.sample_rate = pre.integer("sample_rate", 16000);
   p.features = pre.integer("features");
   p.window_size = pre.number("window_size", 0.02);
@@ -200,9 +75,12 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
     else bad("preprocessor.frontend_version must be \"2.4\" or \"2.5\", got \"{}\"", fv);
   }
   pre.warn_unknown();
+  return p;
+}
 
-  Section enc(top.find("encoder"), "encoder.");
-  EncoderConfig& e = c.encoder;
+EncoderConfig EncoderConfig::from_json(const nlohmann::json& j) {
+  EncoderConfig e;
+  Section enc(&j, "encoder.");
   e.feat_in = enc.integer("feat_in");
   e.d_model = enc.integer("d_model");
   e.n_layers = enc.integer("n_layers");
@@ -229,6 +107,30 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
   e.pos_emb_max_len = enc.integer("pos_emb_max_len", 5000);
   e.conv_norm_type = enc.string("conv_norm_type", "batch_norm");
   enc.warn_unknown();
+  return e;
+}
+
+ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
+  ModelConfig c;
+  Section top(&j, "");
+  if (const nlohmann::json* v = top.find("format")) {
+    if (!v->is_string() || v->get<std::string>() != "steno-model")
+      bad("format must be \"steno-model\", got {}", shown(*v));
+  }
+  if (const nlohmann::json* v = top.find("format_version")) {
+    const int version = Section::as_int(*v, "format_version");
+    if (version > kFormatVersion)
+      unsupported("format_version {} is newer than this steno reads ({})", version, kFormatVersion);
+    if (version < 1) bad("format_version must be >= 1, got {}", version);
+  }
+  const std::string model_type = top.string("model_type", "fastconformer_tdt");
+  check_one_of("model_type", model_type, {"fastconformer_tdt"},
+               {"fastconformer_ctc", "fastconformer_rnnt", "fastconformer_tdt_ctc"});
+  c.name = top.string("name", "");
+
+  c.preprocessor = PreprocessorConfig::from_json(json_or_null(top.find("preprocessor")));
+
+  c.encoder = EncoderConfig::from_json(json_or_null(top.find("encoder")));
 
   Section dec(top.find("decoder"), "decoder.");
   c.decoder.vocab_size = dec.integer("vocab_size");
@@ -310,8 +212,8 @@ ModelConfig ModelConfig::load(const std::filesystem::path& model_dir) {
 
 // ---- validation ------------------------------------------------------------------------------------------------
 
-void ModelConfig::validate() const {
-  const PreprocessorConfig& p = preprocessor;
+void PreprocessorConfig::validate() const {
+  const PreprocessorConfig& p = *this;
   check_range("preprocessor.sample_rate", p.sample_rate, 1000, 384000);
   check_range("preprocessor.features", p.features, 1, 4096);
   if (!(p.window_size > 0 && p.window_size <= 1.0))
@@ -336,10 +238,11 @@ void ModelConfig::validate() const {
     bad("preprocessor.lowfreq must be in [0, highfreq = {}), got {}", p.highfreq, p.lowfreq);
   if (p.frontend_version != FrontendVersion::kNeMo24 && p.frontend_version != FrontendVersion::kNeMo25)
     bad("preprocessor.frontend_version is invalid");
+}
 
-  const EncoderConfig& e = encoder;
-  if (e.feat_in != p.features)
-    bad("encoder.feat_in ({}) must equal preprocessor.features ({})", e.feat_in, p.features);
+void EncoderConfig::validate() const {
+  const EncoderConfig& e = *this;
+  check_range("encoder.feat_in", e.feat_in, 1, 4096);
   check_range("encoder.d_model", e.d_model, 1, 65536);
   check_range("encoder.n_layers", e.n_layers, 1, 1024);
   check_range("encoder.n_heads", e.n_heads, 1, e.d_model);
@@ -369,6 +272,13 @@ void ModelConfig::validate() const {
   }
   check_range("encoder.pos_emb_max_len", e.pos_emb_max_len, 1, 1 << 24);
   check_one_of("encoder.conv_norm_type", e.conv_norm_type, {"batch_norm"}, {"layer_norm", "group_norm"});
+}
+
+void ModelConfig::validate() const {
+  preprocessor.validate();
+  encoder.validate();
+  if (encoder.feat_in != preprocessor.features)
+    bad("encoder.feat_in ({}) must equal preprocessor.features ({})", encoder.feat_in, preprocessor.features);
 
   check_range("decoder.vocab_size", decoder.vocab_size, 1, 1 << 20);
   check_range("decoder.pred_hidden", decoder.pred_hidden, 1, 65536);
@@ -399,6 +309,44 @@ void ModelConfig::validate() const {
 
 // ---- output ----------------------------------------------------------------------------------------------------
 
+nlohmann::ordered_json PreprocessorConfig::to_json() const {
+  using oj = nlohmann::ordered_json;
+  const PreprocessorConfig& p = *this;
+  return oj{{"sample_rate", p.sample_rate},
+            {"features", p.features},
+            {"n_fft", p.n_fft},
+            {"window_size", p.window_size},
+            {"window_stride", p.window_stride},
+            {"window", p.window},
+            {"preemph", p.preemph},
+            {"normalize", p.normalize},
+            {"log_zero_guard_value", p.log_zero_guard_value},
+            {"mag_power", p.mag_power},
+            {"lowfreq", p.lowfreq},
+            {"highfreq", p.highfreq},
+            {"frontend_version", frontend_version_name(p.frontend_version)}};
+}
+
+nlohmann::ordered_json EncoderConfig::to_json() const {
+  using oj = nlohmann::ordered_json;
+  const EncoderConfig& e = *this;
+  return oj{{"feat_in", e.feat_in},
+            {"d_model", e.d_model},
+            {"n_layers", e.n_layers},
+            {"n_heads", e.n_heads},
+            {"ff_expansion_factor", e.ff_expansion_factor},
+            {"conv_kernel_size", e.conv_kernel_size},
+            {"subsampling", e.subsampling},
+            {"subsampling_factor", e.subsampling_factor},
+            {"subsampling_conv_channels", e.subsampling_conv_channels},
+            {"use_bias", e.use_bias},
+            {"xscaling", e.xscaling},
+            {"self_attention_model", attention_model_name(e.self_attention_model)},
+            {"att_context_size", oj::array({e.att_context_size[0], e.att_context_size[1]})},
+            {"pos_emb_max_len", e.pos_emb_max_len},
+            {"conv_norm_type", e.conv_norm_type}};
+}
+
 nlohmann::ordered_json ModelConfig::to_json() const {
   using oj = nlohmann::ordered_json;
   oj j = oj::object();
@@ -406,36 +354,8 @@ nlohmann::ordered_json ModelConfig::to_json() const {
   j["format_version"] = kFormatVersion;
   j["model_type"] = "fastconformer_tdt";
   j["name"] = name;
-  const PreprocessorConfig& p = preprocessor;
-  j["preprocessor"] = oj{{"sample_rate", p.sample_rate},
-                         {"features", p.features},
-                         {"n_fft", p.n_fft},
-                         {"window_size", p.window_size},
-                         {"window_stride", p.window_stride},
-                         {"window", p.window},
-                         {"preemph", p.preemph},
-                         {"normalize", p.normalize},
-                         {"log_zero_guard_value", p.log_zero_guard_value},
-                         {"mag_power", p.mag_power},
-                         {"lowfreq", p.lowfreq},
-                         {"highfreq", p.highfreq},
-                         {"frontend_version", frontend_version_name(p.frontend_version)}};
-  const EncoderConfig& e = encoder;
-  j["encoder"] = oj{{"feat_in", e.feat_in},
-                    {"d_model", e.d_model},
-                    {"n_layers", e.n_layers},
-                    {"n_heads", e.n_heads},
-                    {"ff_expansion_factor", e.ff_expansion_factor},
-                    {"conv_kernel_size", e.conv_kernel_size},
-                    {"subsampling", e.subsampling},
-                    {"subsampling_factor", e.subsampling_factor},
-                    {"subsampling_conv_channels", e.subsampling_conv_channels},
-                    {"use_bias", e.use_bias},
-                    {"xscaling", e.xscaling},
-                    {"self_attention_model", attention_model_name(e.self_attention_model)},
-                    {"att_context_size", oj::array({e.att_context_size[0], e.att_context_size[1]})},
-                    {"pos_emb_max_len", e.pos_emb_max_len},
-                    {"conv_norm_type", e.conv_norm_type}};
+  j["preprocessor"] = preprocessor.to_json();
+  j["encoder"] = encoder.to_json();
   j["decoder"] = oj{{"vocab_size", decoder.vocab_size},
                     {"pred_hidden", decoder.pred_hidden},
                     {"pred_rnn_layers", decoder.pred_rnn_layers}};

@@ -6,30 +6,34 @@ namespace steno::asr {
 
 std::string encoder_layer_prefix(int layer) { return fmt::format("encoder.layers.{}.", layer); }
 
-std::vector<WeightSpec> expected_weights(const ModelConfig& config) {
-  const EncoderConfig& e = config.encoder;
+void add_weight(std::vector<WeightSpec>& w, std::string name, Shape shape, WeightKind kind, int64_t fan_in) {
+  w.push_back({std::move(name), std::move(shape), kind, fan_in, false, {}});
+}
+
+void add_affine(std::vector<WeightSpec>& w, const std::string& name, Shape shape, int64_t fan_in, bool bias) {
+  const int64_t out = shape[0];
+  add_weight(w, name + ".weight", std::move(shape), WeightKind::kWeight, fan_in);
+  if (bias) add_weight(w, name + ".bias", {out}, WeightKind::kBias, fan_in);
+}
+
+void add_norm(std::vector<WeightSpec>& w, const std::string& name, int64_t n) {
+  add_weight(w, name + ".weight", {n}, WeightKind::kNormWeight, 0);
+  add_weight(w, name + ".bias", {n}, WeightKind::kNormBias, 0);
+}
+
+std::vector<WeightSpec> encoder_weights(const PreprocessorConfig& pre, const EncoderConfig& e) {
   const int64_t d = e.d_model, ff = e.d_ff(), k = e.conv_kernel_size, c = e.subsampling_conv_channels;
   const int64_t heads = e.n_heads, dk = e.d_head();
-  const int64_t vocab = config.decoder.vocab_size, p = config.decoder.pred_hidden;
-  const int64_t j = config.joint.joint_hidden;
-
   std::vector<WeightSpec> w;
   auto add = [&](std::string name, Shape shape, WeightKind kind, int64_t fan_in = 0) {
-    w.push_back({std::move(name), std::move(shape), kind, fan_in, false, {}});
+    add_weight(w, std::move(name), std::move(shape), kind, fan_in);
   };
-  // A linear or conv: weight, and a bias if `bias`.
   auto affine = [&](const std::string& name, Shape shape, int64_t fan_in, bool bias) {
-    const int64_t out = shape[0];
-    add(name + ".weight", std::move(shape), WeightKind::kWeight, fan_in);
-    if (bias) add(name + ".bias", {out}, WeightKind::kBias, fan_in);
+    add_affine(w, name, std::move(shape), fan_in, bias);
   };
-  auto norm = [&](const std::string& name, int64_t n) {
-    add(name + ".weight", {n}, WeightKind::kNormWeight);
-    add(name + ".bias", {n}, WeightKind::kNormBias);
-  };
+  auto norm = [&](const std::string& name, int64_t n) { add_norm(w, name, n); };
 
   // Front-end buffers: the engine computes them when absent.
-  const PreprocessorConfig& pre = config.preprocessor;
   w.push_back({"preprocessor.featurizer.window", {pre.win_length()}, WeightKind::kWindow, 0, true, {}});
   w.push_back({"preprocessor.featurizer.fb", {1, pre.features, pre.n_bins()}, WeightKind::kFilterbank, 0, true, {}});
 
@@ -67,6 +71,19 @@ std::vector<WeightSpec> expected_weights(const ModelConfig& config) {
     affine(l + "feed_forward2.linear2", {d, ff}, ff, b);
     norm(l + "norm_out", d);
   }
+  return w;
+}
+
+std::vector<WeightSpec> expected_weights(const ModelConfig& config) {
+  const int64_t vocab = config.decoder.vocab_size, p = config.decoder.pred_hidden;
+  const int64_t j = config.joint.joint_hidden;
+  std::vector<WeightSpec> w = encoder_weights(config.preprocessor, config.encoder);
+  auto add = [&](std::string name, Shape shape, WeightKind kind, int64_t fan_in = 0) {
+    add_weight(w, std::move(name), std::move(shape), kind, fan_in);
+  };
+  auto affine = [&](const std::string& name, Shape shape, int64_t fan_in, bool bias) {
+    add_affine(w, name, std::move(shape), fan_in, bias);
+  };
 
   // Prediction network: embedding with the blank (= vocab) as padding row, then LSTM layers (PyTorch initialises
   // all LSTM tensors with bound 1/sqrt(hidden)).
@@ -80,6 +97,7 @@ std::vector<WeightSpec> expected_weights(const ModelConfig& config) {
   }
 
   affine("joint.pred", {j, p}, p, true);
+  const int64_t d = config.encoder.d_model;
   affine("joint.enc", {j, d}, d, true);
   affine("joint.joint_net.2", {config.joint.num_outputs(), j}, j, true);
   w[w.size() - 2].aliases = {"joint.joint_net.1.weight"};
@@ -87,9 +105,11 @@ std::vector<WeightSpec> expected_weights(const ModelConfig& config) {
   return w;
 }
 
-int64_t parameter_count(const ModelConfig& config) {
+int64_t parameter_count(const ModelConfig& config) { return parameter_count(expected_weights(config)); }
+
+int64_t parameter_count(const std::vector<WeightSpec>& specs) {
   int64_t n = 0;
-  for (const WeightSpec& s : expected_weights(config)) {
+  for (const WeightSpec& s : specs) {
     switch (s.kind) {
       case WeightKind::kRunningMean: case WeightKind::kRunningVar: case WeightKind::kFilterbank:
       case WeightKind::kWindow:

@@ -27,10 +27,14 @@ std::string name_in_file(const WeightSpec& spec, const SafeTensorsFile& file) {
 }  // namespace
 
 std::vector<WeightProblem> check_weights(const ModelConfig& config, const SafeTensorsFile& file) {
+  return check_weights(expected_weights(config), file);
+}
+
+std::vector<WeightProblem> check_weights(const std::vector<WeightSpec>& specs, const SafeTensorsFile& file) {
   using Kind = WeightProblem::Kind;
   std::vector<WeightProblem> problems;
   std::set<std::string> known;
-  for (const WeightSpec& spec : expected_weights(config)) {
+  for (const WeightSpec& spec : specs) {
     known.insert(spec.name);
     known.insert(spec.aliases.begin(), spec.aliases.end());
     int present = file.has(spec.name) ? 1 : 0;
@@ -65,11 +69,16 @@ std::vector<WeightProblem> check_weights(const ModelConfig& config, const SafeTe
 }
 
 WeightStore WeightStore::open(const std::filesystem::path& path, const ModelConfig& config) {
+  return open(path, expected_weights(config), &config.encoder);
+}
+
+WeightStore WeightStore::open(const std::filesystem::path& path, std::vector<WeightSpec> specs,
+                              const EncoderConfig* encoder) {
   std::error_code ec;
   const std::filesystem::path safetensors_path =
       std::filesystem::is_directory(path, ec) ? path / "model.safetensors" : path;
   const SafeTensorsFile file = SafeTensorsFile::open(safetensors_path);
-  const std::vector<WeightProblem> problems = check_weights(config, file);
+  const std::vector<WeightProblem> problems = check_weights(specs, file);
   if (!problems.empty()) {
     bool only_missing = true;
     bool extra_bias = false, missing_bias = false;
@@ -83,15 +92,15 @@ WeightStore WeightStore::open(const std::filesystem::path& path, const ModelConf
                                   problems.size(), problems.size() == 1 ? "" : "s");
     for (size_t i = 0; i < problems.size() && i < kMaxReported; ++i) msg += "\n  " + problems[i].message;
     if (problems.size() > kMaxReported) msg += fmt::format("\n  ... and {} more", problems.size() - kMaxReported);
-    if (extra_bias && !config.encoder.use_bias)
+    if (encoder != nullptr && extra_bias && !encoder->use_bias)
       msg += "\n  (the file has encoder layer biases but config.json says encoder.use_bias = false)";
-    if (missing_bias && config.encoder.use_bias)
+    if (encoder != nullptr && missing_bias && encoder->use_bias)
       msg += "\n  (the file lacks encoder layer biases but config.json says encoder.use_bias = true)";
     throw Error(only_missing ? ErrorCode::kNotFound : ErrorCode::kInvalidArgument, msg);
   }
 
   WeightStore store;
-  store.specs_ = expected_weights(config);
+  store.specs_ = std::move(specs);
   bool any_f32 = false, any_f16 = false, any_bf16 = false;
   for (const WeightSpec& spec : store.specs_) {
     for (const std::string& a : spec.aliases) store.aliases_[a] = spec.name;

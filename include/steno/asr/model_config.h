@@ -44,6 +44,12 @@ struct PreprocessorConfig {
   int win_length() const;  // int(window_size * sample_rate), as NeMo
   int hop_length() const;  // int(window_stride * sample_rate)
   int n_bins() const { return n_fft / 2 + 1; }
+
+  // The "preprocessor" object of config.json (JSON null = absent: every field's default, but `features` is
+  // required), validated; errors as ModelConfig::from_json's. Every model type with this front end reads it so.
+  static PreprocessorConfig from_json(const nlohmann::json& j);
+  nlohmann::ordered_json to_json() const;  // every field, resolved defaults included
+  void validate() const;
   bool operator==(const PreprocessorConfig&) const = default;
 };
 
@@ -72,6 +78,12 @@ struct EncoderConfig {
   int d_ff() const { return d_model * ff_expansion_factor; }
   int num_subsampling_stages() const;  // log2(subsampling_factor)
   int subsampled_features() const;     // feat_in after the stride-2 convs: ceil(f/2) per stage
+
+  // The "encoder" object of config.json, as PreprocessorConfig::from_json. feat_in is checked against the front
+  // end by the model's config, not here.
+  static EncoderConfig from_json(const nlohmann::json& j);
+  nlohmann::ordered_json to_json() const;
+  void validate() const;
   bool operator==(const EncoderConfig&) const = default;
 };
 

@@ -27,6 +27,8 @@ struct WeightProblem {
 // Compares a file's tensors with expected_weights(config). Empty = the file fits the config. NeMo's
 // *.num_batches_tracked counters are ignored if present.
 std::vector<WeightProblem> check_weights(const ModelConfig& config, const SafeTensorsFile& file);
+// The same against any list of expected tensors (another model type's).
+std::vector<WeightProblem> check_weights(const std::vector<WeightSpec>& specs, const SafeTensorsFile& file);
 
 class WeightStore {
  public:
@@ -36,6 +38,10 @@ class WeightStore {
   // against `config`. Errors: kNotFound if the file is missing, or if the only problems are missing tensors;
   // kInvalidArgument for mis-shaped, extra or non-float tensors; the file's own kDataLoss if it is corrupt.
   static WeightStore open(const std::filesystem::path& path, const ModelConfig& config);
+  // The same for any model type: `specs` lists its tensors; `encoder`, when the model has a FastConformer encoder,
+  // lets a use_bias mismatch be explained in the error.
+  static WeightStore open(const std::filesystem::path& path, std::vector<WeightSpec> specs,
+                          const EncoderConfig* encoder = nullptr);
 
   // Canonical (expected_weights) names; an alias (joint.joint_net.1.*) is accepted too. has() is false only for
   // an optional tensor the file lacks.
