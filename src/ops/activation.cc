@@ -39,6 +39,15 @@ void silu(Context& ctx, const Tensor& x, Tensor& y) {
   cpu::silu(ctx, x, y);
 }
 
+void sigmoid(Context& ctx, const Tensor& x, Tensor& y) {
+  check_same("sigmoid", ctx, x, y);
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL("sigmoid", cuda::sigmoid(ctx, x, y));
+    return;
+  }
+  cpu::sigmoid(ctx, x, y);
+}
+
 void glu(Context& ctx, const Tensor& x, Tensor& y) {
   check_tensor("glu", "x", x, ctx);
   check_tensor("glu", "y", y, ctx);

@@ -57,4 +57,25 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
   cpu::rel_pos_attention(ctx, q, k, v, pos, pos_bias_u, pos_bias_v, lengths, window, out);
 }
 
+void self_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                    const std::vector<int64_t>& lengths, Tensor& out) {
+  const char* op = "self_attention";
+  check_tensor(op, "q", q, ctx);
+  check_tensor(op, "k", k, ctx);
+  check_tensor(op, "v", v, ctx);
+  check_tensor(op, "out", out, ctx);
+  STENO_CHECK(q.rank() == 3, "self_attention: q must be [B, T, H*dk], got {}", shape_str(q.shape()));
+  STENO_CHECK(k.shape() == q.shape() && v.shape() == q.shape() && out.shape() == q.shape(),
+              "self_attention: q, k, v and out must have one shape, got {}, {}, {}, {}", shape_str(q.shape()),
+              shape_str(k.shape()), shape_str(v.shape()), shape_str(out.shape()));
+  STENO_CHECK(heads >= 1 && q.dim(2) % heads == 0, "self_attention: {} heads do not divide the width {}", heads,
+              q.dim(2));
+  detail::check_lengths(op, lengths, q.dim(0), q.dim(1));
+  STENO_CHECK(out.numel() == 0 || (out.raw() != k.raw() && out.raw() != v.raw()),
+              "self_attention: out must not alias k or v");
+  if (!ctx.device().is_cpu())
+    fail(ErrorCode::kUnimplemented, "self_attention: not implemented on {} yet (the CPU only)", ctx.device().str());
+  cpu::self_attention(ctx, q, k, v, heads, lengths, out);
+}
+
 }  // namespace steno::ops

@@ -64,6 +64,25 @@ TEST(Activation, SiluMatchesTorch) {
   EXPECT_TRUE(all_close(e, kSiluExtreme, 1e-12f, 2e-6f));
 }
 
+TEST(Activation, SigmoidMatchesLibmOverASweepAndSaturates) {
+  Context ctx = Context::cpu(2);
+  const int64_t n = 50001;  // large enough to split across the pool, with a ragged tail for the vector loop
+  std::vector<float> xv(n);
+  for (int64_t i = 0; i < n; ++i) xv[i] = -60.0f + 120.0f * static_cast<float>(i) / (n - 1);
+  Tensor y = nan_tensor({n});
+  sigmoid(ctx, Tensor::from_vector(xv, {n}), y);
+  std::vector<float> want(n);
+  for (int64_t i = 0; i < n; ++i) want[i] = static_cast<float>(1.0 / (1.0 + std::exp(-double(xv[i]))));
+  EXPECT_TRUE(all_close(y, want, 1e-30f, 3e-6f));
+  Tensor e = Tensor::from_vector({-1000, -100, 0, 100, 1000}, {5});
+  sigmoid(ctx, e, e);  // in place
+  const std::vector<float> got = e.to_vector();
+  EXPECT_LT(got[0], 1e-30f);
+  EXPECT_EQ(got[2], 0.5f);
+  EXPECT_EQ(got[3], 1.0f);
+  EXPECT_EQ(got[4], 1.0f);
+}
+
 TEST(Activation, ExpBasedKernelsAreAccurateEverywhere) {
   // silu and softmax rely on a polynomial exp: compare with libm over a dense sweep (large enough to split
   // across the pool).

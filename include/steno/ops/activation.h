@@ -8,6 +8,7 @@ namespace steno::ops {
 
 void relu(Context& ctx, const Tensor& x, Tensor& y);
 void silu(Context& ctx, const Tensor& x, Tensor& y);  // x * sigmoid(x), a.k.a. Swish
+void sigmoid(Context& ctx, const Tensor& x, Tensor& y);  // 1 / (1 + exp(-x))
 // Gated linear unit over the last dimension: x [..., 2C] -> y [..., C], y = x[..., :C] * sigmoid(x[..., C:]).
 // y must not alias x.
 void glu(Context& ctx, const Tensor& x, Tensor& y);

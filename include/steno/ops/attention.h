@@ -31,4 +31,15 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
                        const Tensor& pos_bias_u, const Tensor& pos_bias_v, const std::vector<int64_t>& lengths,
                        AttentionWindow window, Tensor& out);
 
+// Multi-head scaled dot-product self-attention with a key padding mask (NeMo's transformer MultiHeadAttention,
+// after the query/key/value projections and before out_projection).
+// q, k, v, out: [B, T, H*dk] (head h occupies columns [h*dk, (h+1)*dk)); `heads` = H; lengths: B valid lengths.
+// For each batch b, head h and query i < length:
+//   S[i,j] = q_i·k_j / sqrt(dk) over keys j < length; P = softmax_j(S); out_i = sum_j P[i,j] v_j.
+// NeMo divides q and k each by dk^(1/4) and adds -10000 to padded keys' scores; both give the same probabilities
+// up to fp32 rounding (e^-10000 is 0). Rows i >= length come out as zeros (NeMo leaves numbers there that depend
+// on the batch's padding; no result reads them). out may alias q.
+void self_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                    const std::vector<int64_t>& lengths, Tensor& out);
+
 }  // namespace steno::ops

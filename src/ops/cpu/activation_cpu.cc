@@ -59,6 +59,8 @@ void relu(Context& ctx, const Tensor& x, Tensor& y) { map_elements(ctx, x, y, kE
 
 void silu(Context& ctx, const Tensor& x, Tensor& y) { map_elements(ctx, x, y, kElementGrain, silu_row); }
 
+void sigmoid(Context& ctx, const Tensor& x, Tensor& y) { map_elements(ctx, x, y, kElementGrain, sigmoid_row); }
+
 void glu(Context& ctx, const Tensor& x, Tensor& y) {
   const int64_t c = y.dim(-1);
   const int64_t rows = c == 0 ? 0 : y.numel() / c;

@@ -116,4 +116,43 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
   });
 }
 
+// Plain multi-head attention: the same work items, one score GEMM and one value GEMM each, every valid key seen.
+void self_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                    const std::vector<int64_t>& lengths, Tensor& out) {
+  const int64_t batch = q.dim(0), steps = q.dim(1), d = q.dim(2), dk = d / heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dk));
+  const float* qp = q.data<float>();
+  const float* kp = k.data<float>();
+  const float* vp = v.data<float>();
+  float* op = out.data<float>();
+  for (int64_t b = 0; b < batch; ++b)
+    std::memset(op + (b * steps + lengths[b]) * d, 0, static_cast<size_t>((steps - lengths[b]) * d) * sizeof(float));
+
+  const int64_t nblocks = (steps + kBlockRows - 1) / kBlockRows;
+  const GemmBackend backend = ctx.gemm_backend();
+  const int threads = ctx.num_threads();
+  ctx.pool().parallel_for(0, batch * heads * nblocks, 1, [&](int64_t w0, int64_t w1) {
+    // q rows are copied out first so that out may alias q: another item of this head writes other rows only.
+    Tensor scratch = ctx.scratch({kBlockRows * dk + kBlockRows * std::max<int64_t>(steps, 1)});
+    float* qb = scratch.data<float>();
+    float* s = qb + kBlockRows * dk;
+    for (int64_t item = w0; item < w1; ++item) {
+      const int64_t b = item / (heads * nblocks), h = (item / nblocks) % heads, blk = item % nblocks;
+      const int64_t len = lengths[b], i0 = blk * kBlockRows;
+      if (i0 >= len) continue;
+      const int64_t nq = std::min(len, i0 + kBlockRows) - i0, col = h * dk;
+      for (int64_t r = 0; r < nq; ++r) std::memcpy(qb + r * dk, qp + (b * steps + i0 + r) * d + col, dk * sizeof(float));
+      sgemm(backend, threads, false, true, nq, len, dk, scale, qb, dk, kp + b * steps * d + col, d, 0.0f, s, len);
+      for (int64_t r = 0; r < nq; ++r) {
+        float* row = s + r * len;
+        const float m = row_max(row, len);
+        const float inv = 1.0f / row_exp_sum(row, row, len, m);
+        for (int64_t j = 0; j < len; ++j) row[j] *= inv;
+      }
+      sgemm(backend, threads, false, false, nq, dk, len, 1.0f, s, len, vp + b * steps * d + col, d, 0.0f,
+            op + (b * steps + i0) * d + col, d);
+    }
+  });
+}
+
 }  // namespace steno::ops::cpu

@@ -43,6 +43,7 @@ void fold_batch_norm(Tensor& w, Tensor& bias, const Tensor& mean, const Tensor& 
 // ---- activation_cpu.cc ----
 void relu(Context& ctx, const Tensor& x, Tensor& y);
 void silu(Context& ctx, const Tensor& x, Tensor& y);
+void sigmoid(Context& ctx, const Tensor& x, Tensor& y);
 void glu(Context& ctx, const Tensor& x, Tensor& y);
 void softmax(Context& ctx, const Tensor& x, Tensor& y);
 // Row kernels shared with other ops.
@@ -63,6 +64,9 @@ enum class AttentionAlgo {
 void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos,
                        const Tensor& pos_bias_u, const Tensor& pos_bias_v, const std::vector<int64_t>& lengths,
                        AttentionWindow window, Tensor& out, AttentionAlgo algo = AttentionAlgo::kAuto);
+
+void self_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                    const std::vector<int64_t>& lengths, Tensor& out);
 
 // ---- lstm_cpu.cc ----
 void lstm_cell(Context& ctx, const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,

@@ -16,6 +16,9 @@ struct Relu {
 struct Silu {
   __device__ float operator()(float v) const { return v / (1.0f + expf(-v)); }
 };
+struct Sigmoid {
+  __device__ float operator()(float v) const { return 1.0f / (1.0f + expf(-v)); }
+};
 
 // y = fn(x) elementwise; y may alias x (each element is read and written by one thread).
 template <typename T, typename Fn>
@@ -132,6 +135,10 @@ void launch_relu(Dt dt, const void* x, void* y, int64_t n, cudaStream_t stream) 
 
 void launch_silu(Dt dt, const void* x, void* y, int64_t n, cudaStream_t stream) {
   launch_map(dt, x, y, n, stream, Silu{});
+}
+
+void launch_sigmoid(Dt dt, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  launch_map(dt, x, y, n, stream, Sigmoid{});
 }
 
 void launch_glu(Dt dt, const void* x, void* y, int64_t rows, int64_t c, cudaStream_t stream) {

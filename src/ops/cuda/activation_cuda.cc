@@ -19,6 +19,12 @@ void silu(Context& ctx, const Tensor& x, Tensor& y) {
   check_launch("silu");
 }
 
+void sigmoid(Context& ctx, const Tensor& x, Tensor& y) {
+  detail::check_same_dtype("sigmoid", {&x, &y});
+  launch_sigmoid(dt_of(x), x.raw(), y.raw(), x.numel(), stream_of(ctx));
+  check_launch("sigmoid");
+}
+
 void glu(Context& ctx, const Tensor& x, Tensor& y) {
   detail::check_same_dtype("glu", {&x, &y});
   const int64_t c = y.dim(-1);

@@ -8,6 +8,7 @@ namespace steno::ops::cuda {
 
 void launch_relu(Dt dt, const void* x, void* y, int64_t n, cudaStream_t stream);
 void launch_silu(Dt dt, const void* x, void* y, int64_t n, cudaStream_t stream);
+void launch_sigmoid(Dt dt, const void* x, void* y, int64_t n, cudaStream_t stream);
 void launch_glu(Dt dt, const void* x, void* y, int64_t rows, int64_t c, cudaStream_t stream);
 void launch_softmax(Dt dt, const void* x, void* y, int64_t rows, int64_t n, cudaStream_t stream);
 

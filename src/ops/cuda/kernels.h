@@ -43,6 +43,7 @@ void batch_norm(Context& ctx, const Tensor& x, const Tensor& mean, const Tensor&
 // ---- activation_cuda.cc + activation.cu ----
 void relu(Context& ctx, const Tensor& x, Tensor& y);
 void silu(Context& ctx, const Tensor& x, Tensor& y);
+void sigmoid(Context& ctx, const Tensor& x, Tensor& y);
 void glu(Context& ctx, const Tensor& x, Tensor& y);
 void softmax(Context& ctx, const Tensor& x, Tensor& y);
 
