@@ -124,6 +124,9 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
     if (version < 1) bad("format_version must be >= 1, got {}", version);
   }
   const std::string model_type = top.string("model_type", "fastconformer_tdt");
+  if (model_type == "sortformer")
+    bad("model_type is \"sortformer\": a speaker diarization model, not a transcription model (steno diarize "
+        "runs it)");
   check_one_of("model_type", model_type, {"fastconformer_tdt"},
                {"fastconformer_ctc", "fastconformer_rnnt", "fastconformer_tdt_ctc"});
   c.name = top.string("name", "");
@@ -399,6 +402,26 @@ std::string ModelConfig::summary() const {
       e.use_bias ? ", bias" : "", e.xscaling ? ", xscaling" : "", decoder.pred_rnn_layers, decoder.pred_hidden,
       joint.joint_hidden, joint.activation, decoder.vocab_size, decoding.durations.size(),
       fmt::join(decoding.durations, ", "));
+}
+
+std::string model_type_of(const std::filesystem::path& model_dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(model_dir, ec))
+    fail(ErrorCode::kNotFound, "model directory {} does not exist", model_dir.string());
+  const std::filesystem::path cfg = model_dir / "config.json";
+  std::ifstream in(cfg, std::ios::binary);
+  if (!in) fail(ErrorCode::kNotFound, "{}: no config.json (not a steno model directory?)", model_dir.string());
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& ex) {
+    fail(ErrorCode::kDataLoss, "{}: not valid JSON: {}", cfg.string(), ex.what());
+  }
+  if (!j.is_object()) fail(ErrorCode::kInvalidArgument, "{}: the top level must be an object", cfg.string());
+  const auto it = j.find("model_type");
+  if (it == j.end() || it->is_null()) return "fastconformer_tdt";
+  if (!it->is_string()) fail(ErrorCode::kInvalidArgument, "{}: model_type must be a string", cfg.string());
+  return it->get<std::string>();
 }
 
 }  // namespace steno::asr

@@ -1,0 +1,159 @@
+#include "steno/diar/sortformer_model.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "steno/asr/weight_store.h"
+#include "steno/core/cuda.h"
+#include "steno/diar/sortformer_weights.h"
+#include "steno/ops/activation.h"
+#include "steno/ops/copy.h"
+#include "steno/ops/gemm.h"
+
+namespace steno::diar {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr float kPeakEps = 1e-3f;  // NeMo's SortformerEncLabelModel.eps
+
+// NeMo's process_signal: x * (1 / (max(x) + eps)) in f32, with the signed maximum. An empty clip keeps scale 1.
+float peak_scale(std::span<const float> clip) {
+  if (clip.empty()) return 1.0f;
+  const float peak = *std::max_element(clip.begin(), clip.end());
+  return 1.0f / (peak + kPeakEps);
+}
+
+}  // namespace
+
+// encoder_proj and the speaker head: the model's own small layers.
+struct SortformerModel::Head {
+  Tensor proj_w, proj_b;  // undefined when the encoder's width is the Transformer's
+  Tensor h2h_w, h2h_b, spk_w, spk_b;
+
+  template <typename F> void for_each_weight(F&& f) {
+    for (Tensor* t : {&proj_w, &proj_b, &h2h_w, &h2h_b, &spk_w, &spk_b}) f(*t);
+  }
+};
+
+SortformerModel::SortformerModel() = default;
+SortformerModel::~SortformerModel() = default;
+
+std::shared_ptr<const SortformerModel> SortformerModel::load(const std::string& dir,
+                                                             const SortformerOverrides& overrides) {
+  if (!fs::is_directory(dir)) fail(ErrorCode::kNotFound, "model directory not found: {}", dir);
+  std::shared_ptr<SortformerModel> m(new SortformerModel());
+  m->dir_ = fs::weakly_canonical(dir).string();
+  m->config_ = SortformerConfig::load(dir);
+  const SortformerConfig& cfg = m->config_;
+  const asr::WeightStore weights =
+      asr::WeightStore::open(fs::path(dir) / "model.safetensors", expected_weights(cfg), &cfg.encoder);
+
+  const Tensor fb = weights.has("preprocessor.featurizer.fb") ? weights.get("preprocessor.featurizer.fb") : Tensor();
+  const Tensor window =
+      weights.has("preprocessor.featurizer.window") ? weights.get("preprocessor.featurizer.window") : Tensor();
+  m->features_ = std::make_unique<asr::FeatureExtractor>(cfg.preprocessor, fb, window);
+  const ops::AttentionWindow attention{cfg.encoder.att_context_size[0], cfg.encoder.att_context_size[1]};
+  const bool masked = cfg.preprocessor.frontend_version == asr::FrontendVersion::kNeMo25;
+  m->encoder_ = std::make_unique<asr::ConformerEncoder>(cfg.encoder, masked, attention, weights);
+  m->transformer_ = std::make_unique<TransformerEncoder>(cfg.transformer_encoder, weights);
+  m->head_ = std::make_unique<Head>();
+  Head& head = *m->head_;
+  const std::string sm = "sortformer_modules.";
+  if (cfg.sortformer_modules.has_encoder_proj()) {
+    head.proj_w = weights.get(sm + "encoder_proj.weight");
+    head.proj_b = weights.get(sm + "encoder_proj.bias");
+  }
+  head.h2h_w = weights.get(sm + "first_hidden_to_hidden.weight");
+  head.h2h_b = weights.get(sm + "first_hidden_to_hidden.bias");
+  head.spk_w = weights.get(sm + "single_hidden_to_spks.weight");
+  head.spk_b = weights.get(sm + "single_hidden_to_spks.bias");
+
+  if (!overrides.device.is_cpu()) {
+    ops::Context upload = ops::Context::cuda(overrides.device.index);
+    m->encoder_ = std::make_unique<asr::ConformerEncoder>(m->encoder_->to_device(upload, overrides.dtype));
+    m->transformer_ = std::make_unique<TransformerEncoder>(m->transformer_->to_device(upload, overrides.dtype));
+    Allocator& alloc = steno::cuda::weight_allocator(overrides.device.index);
+    head.for_each_weight([&](Tensor& t) {
+      if (t.defined()) t = ops::place(upload, t, overrides.dtype, alloc);
+    });
+  } else {
+    STENO_CHECK(overrides.dtype == DType::kF32, "the CPU engine computes in f32, not {}", dtype_name(overrides.dtype));
+  }
+  spdlog::info("loaded diarizer {}: {} (on {}, {})", m->dir_, cfg.summary(), overrides.device.str(),
+               dtype_name(overrides.dtype));
+  return m;
+}
+
+int64_t SortformerModel::output_frames(int64_t samples) const {
+  return encoder_->output_length(features_->valid_frames(samples));
+}
+
+Tensor SortformerModel::speaker_logits(ops::Context& ctx, const Tensor& x) const {
+  const Head& head = *head_;
+  Tensor a = ctx.scratch(x.shape(), x.dtype());
+  ops::relu(ctx, x, a);
+  Tensor b = ctx.scratch(x.shape(), x.dtype());
+  ops::linear(ctx, a, head.h2h_w, head.h2h_b, b);
+  ops::relu(ctx, b, b);
+  Tensor logits = ctx.scratch({x.dim(0), x.dim(1), num_speakers()}, x.dtype());
+  ops::linear(ctx, b, head.spk_w, head.spk_b, logits);
+  return logits;
+}
+
+SortformerOutput SortformerModel::forward(ops::Context& ctx, const std::vector<std::span<const float>>& clips,
+                                          const ForwardOptions& options) const {
+  const bool keep_intermediates = options.keep_intermediates;
+  STENO_CHECK(!clips.empty(), "diarizer: no clips");
+  SortformerOutput out;
+  // Peak normalisation per clip (NeMo: per batch; streaming-mode models: none).
+  std::vector<std::vector<float>> scaled(clips.size());
+  std::vector<std::span<const float>> inputs(clips.size());
+  for (size_t i = 0; i < clips.size(); ++i) {
+    const float s = config_.streaming_mode || options.skip_peak_normalisation ? 1.0f : peak_scale(clips[i]);
+    out.peak_scales.push_back(s);
+    scaled[i].resize(clips[i].size());
+    std::transform(clips[i].begin(), clips[i].end(), scaled[i].begin(), [s](float v) { return s * v; });
+    inputs[i] = scaled[i];
+  }
+  asr::Features features = features_->compute(ctx, inputs);
+  scaled.clear();
+  const Tensor feats = ops::to_context(ctx, features.values, dtype());
+  asr::EncoderOutput enc = encoder_->forward(ctx, feats, features.lengths, keep_intermediates);
+
+  Tensor x = enc.encoded;
+  if (head_->proj_w.defined()) {
+    x = ctx.scratch({enc.encoded.dim(0), enc.encoded.dim(1), config_.sortformer_modules.tf_d_model}, dtype());
+    ops::linear(ctx, enc.encoded, head_->proj_w, head_->proj_b, x);
+  }
+  const Tensor y = transformer_->forward(ctx, x, enc.lengths);
+  const Tensor logits = speaker_logits(ctx, y);
+  Tensor probs = ctx.scratch(logits.shape(), logits.dtype());
+  ops::sigmoid(ctx, logits, probs);
+  out.probs = ops::to_context(ctx, probs, DType::kF32);
+  if (!ctx.device().is_cpu()) {
+    Tensor host = Tensor::empty(out.probs.shape());
+    ops::copy(ctx, out.probs, host);
+    ctx.synchronize();
+    out.probs = host;
+  }
+  // Frames past a clip's length are batch padding: zero them so that no reader mistakes them for speech.
+  const int64_t t = out.probs.dim(1), spk = out.probs.dim(2);
+  float* p = out.probs.data<float>();
+  for (size_t b = 0; b < clips.size(); ++b)
+    std::fill(p + (b * t + enc.lengths[b]) * spk, p + (b + 1) * t * spk, 0.0f);
+  out.lengths = enc.lengths;
+  if (keep_intermediates) {
+    out.features = std::move(features);
+    out.projected = x;
+    out.transformer = y;
+    out.logits = logits;
+    out.encoder = std::move(enc);
+  }
+  return out;
+}
+
+}  // namespace steno::diar
