@@ -10,6 +10,7 @@ namespace steno::cli {
 using Run = std::function<int()>;
 
 Run add_transcribe_command(CLI::App& app);
+Run add_diarize_command(CLI::App& app);
 Run add_model_command(CLI::App& app);
 Run add_serve_command(CLI::App& app);
 Run add_worker_command(CLI::App& app);  // internal: a worker process of `steno serve`
@@ -19,5 +20,7 @@ Run add_bench_command(CLI::App& app);
 // The model used when --model is not given: $STENO_MODEL, else the bundled model beside the binary or in the
 // source tree. Throws kNotFound with advice when there is none.
 std::string default_model_dir();
+// The same for the speaker diarization model: $STENO_DIARIZER, else the bundled diarizer.
+std::string default_diarizer_dir();
 
 }  // namespace steno::cli

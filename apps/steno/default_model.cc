@@ -29,4 +29,22 @@ std::string default_model_dir() {
        kBundledModel);
 }
 
+// The diarizer trained for steno (tools/) and shipped in models/, once there is one.
+constexpr const char* kBundledDiarizer = "steno-sortformer-small";
+
+std::string default_diarizer_dir() {
+  if (const char* env = std::getenv("STENO_DIARIZER"); env && *env) return env;
+  std::vector<fs::path> candidates;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) candidates.push_back(exe.parent_path() / "../share/steno/models" / kBundledDiarizer);
+  candidates.push_back(fs::path(STENO_SOURCE_DIR) / "models" / kBundledDiarizer);
+  for (const auto& c : candidates)
+    if (fs::exists(c / "config.json")) return fs::weakly_canonical(c).string();
+  fail(ErrorCode::kNotFound,
+       "no --diarizer given, $STENO_DIARIZER is unset, and there is no bundled diarizer (models/{}) in this build; "
+       "convert a NeMo Sortformer checkpoint with tools/convert_nemo.py and pass --diarizer DIR",
+       kBundledDiarizer);
+}
+
 }  // namespace steno::cli

@@ -1,0 +1,25 @@
+#include "compute_options.h"
+
+#include "steno/core/error.h"
+
+namespace steno::cli {
+
+void add_compute_options(CLI::App* cmd, ComputeOptions& opt) {
+  cmd->add_option("--device", opt.device, "cpu, cuda or cuda:N (a build with the CUDA backend)");
+  cmd->add_option("--dtype", opt.dtype, "Compute dtype: fp32 (the CPU's), fp16 or bf16 (CUDA; default bf16)");
+  cmd->add_option("-t,--threads", opt.threads, "CPU threads (default: all cores, or $STENO_NUM_THREADS)");
+  cmd->add_option("--gemm", opt.gemm, "CPU GEMM library: onednn or openblas");
+}
+
+Compute make_compute(const ComputeOptions& opt) {
+  const Device device = parse_device(opt.device);
+  const DType dtype = opt.dtype.empty() ? (device.is_cpu() ? DType::kF32 : DType::kBF16) : parse_dtype(opt.dtype);
+  STENO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,
+              "--dtype must be fp32, fp16 or bf16, got '{}'", opt.dtype);
+  STENO_CHECK(!device.is_cpu() || dtype == DType::kF32, "--dtype {}: the CPU engine computes in fp32", opt.dtype);
+  return {device, dtype,
+          device.is_cpu() ? ops::Context::cpu(opt.threads, ops::parse_gemm_backend(opt.gemm))
+                          : ops::Context::cuda(device.index)};
+}
+
+}  // namespace steno::cli

@@ -1,0 +1,33 @@
+// Where a command's model runs: the --device/--dtype/--threads/--gemm options the engine commands share, and
+// the context they give.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "steno/core/device.h"
+#include "steno/core/dtype.h"
+#include "steno/ops/context.h"
+
+namespace steno::cli {
+
+struct ComputeOptions {
+  std::string device = "cpu";
+  std::string dtype;  // default: f32 on the CPU, bf16 on CUDA
+  std::string gemm = "onednn";
+  int threads = 0;
+};
+
+void add_compute_options(CLI::App* cmd, ComputeOptions& opt);
+
+struct Compute {
+  Device device;
+  DType dtype;
+  ops::Context ctx;
+};
+
+// Validates the options (a bad device or dtype throws kInvalidArgument naming the option) and makes the context.
+Compute make_compute(const ComputeOptions& opt);
+
+}  // namespace steno::cli

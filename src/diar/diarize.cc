@@ -1,0 +1,62 @@
+#include "steno/diar/diarize.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "steno/core/error.h"
+
+namespace steno::diar {
+
+std::vector<int> Diarization::active_speakers() const {
+  std::vector<int> out;
+  for (const SpeakerSegment& s : segments) out.push_back(s.speaker);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<Diarization> diarize(const SortformerModel& model, ops::Context& ctx,
+                                 const std::vector<std::span<const float>>& clips,
+                                 const PostProcessingParams& params) {
+  params.validate();
+  const SortformerOutput out = model.forward(ctx, clips);
+  const int spk = model.num_speakers(), unit = model.config().encoder.subsampling_factor;
+  const int64_t t = out.probs.dim(1);
+  const float* p = out.probs.data<float>();
+  std::vector<Diarization> result(clips.size());
+  for (size_t b = 0; b < clips.size(); ++b) {
+    Diarization& d = result[b];
+    d.frames = out.lengths[b];
+    d.num_speakers = spk;
+    d.audio_seconds = static_cast<double>(clips[b].size()) / model.sample_rate();
+    d.probs.assign(p + b * t * spk, p + (b * t + d.frames) * spk);
+    d.segments = in_time_order(speaker_segments(d.probs, d.frames, spk, unit, params));
+  }
+  return result;
+}
+
+std::string speaker_label(int speaker) { return fmt::format("speaker_{}", speaker); }
+
+std::string to_rttm(const std::string& file_id, const Diarization& d) {
+  const bool has_space = std::any_of(file_id.begin(), file_id.end(),
+                                     [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; });
+  STENO_CHECK(!file_id.empty() && !has_space, "RTTM file id '{}' must be non-empty without whitespace", file_id);
+  std::string out;
+  for (const SpeakerSegment& s : d.segments)
+    out += fmt::format("SPEAKER {} 1 {:.3f} {:.3f} <NA> <NA> {} <NA> <NA>\n", file_id, s.start, s.end - s.start,
+                       speaker_label(s.speaker));
+  return out;
+}
+
+nlohmann::ordered_json to_json(const Diarization& d) {
+  using oj = nlohmann::ordered_json;
+  oj speakers = oj::array(), segments = oj::array();
+  for (const int s : d.active_speakers()) speakers.push_back(speaker_label(s));
+  for (const SpeakerSegment& s : d.segments)
+    segments.push_back(oj{{"speaker", speaker_label(s.speaker)}, {"start", s.start}, {"end", s.end}});
+  return oj{{"duration", d.audio_seconds}, {"speakers", speakers}, {"segments", segments}};
+}
+
+}  // namespace steno::diar

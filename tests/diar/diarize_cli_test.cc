@@ -1,0 +1,117 @@
+// `steno diarize` as a user runs it: the real binary on the reference's WAV files, its exit status and what it
+// prints. The segments must be NeMo's (golden lines of the single runs), in RTTM and in JSON.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "cli_util.h"
+#include "golden.h"
+
+namespace steno::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kPrepared = fs::path(STENO_BINARY_DIR) / "testdata";
+const fs::path kRef = fs::path(STENO_TEST_DATA) / "sortformer-tiny";
+
+std::string steno(const std::string& args, int* code) {
+  return run(std::string(STENO_BINARY) + " " + args, code);
+}
+
+std::multiset<std::string> golden_lines(int clip) {
+  static const GoldenSet golden((kPrepared / "golden-sortformer-tiny").string());
+  std::multiset<std::string> out;
+  std::istringstream in(golden.text("single" + std::to_string(clip) + ".seg_callhome.clip" + std::to_string(clip) +
+                                    ".lines"));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) out.insert(line);
+  return out;
+}
+
+// RTTM lines of `file_id` as NeMo lines "start end speaker".
+std::multiset<std::string> rttm_as_lines(const std::string& rttm, const std::string& file_id) {
+  std::multiset<std::string> out;
+  std::istringstream in(rttm);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string type, id, channel, na1, na2, speaker;
+    double start = 0, duration = 0;
+    f >> type >> id >> channel >> start >> duration >> na1 >> na2 >> speaker;
+    if (type != "SPEAKER" || id != file_id) continue;
+    out.insert(fmt::format("{:.3f} {:.3f} {}", start, start + duration, speaker));
+  }
+  return out;
+}
+
+TEST(DiarizeCli, RttmOfEachFileIsNeMosSegments) {
+  int code = 0;
+  const std::string diarizer = (kPrepared / "sortformer-tiny-callhome").string();
+  const std::string out = steno("diarize --diarizer " + diarizer + " " + (kRef / "conv0.wav").string() +
+                                    " " + (kRef / "conv2.wav").string() + " " + (kRef / "conv1.wav").string(),
+                                &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(rttm_as_lines(out, "conv0"), golden_lines(0));
+  EXPECT_EQ(rttm_as_lines(out, "conv1"), golden_lines(1));
+  EXPECT_EQ(rttm_as_lines(out, "conv2"), golden_lines(2));
+}
+
+TEST(DiarizeCli, JsonListsSegmentsInTimeOrderAndTheSettingsUsed) {
+  int code = 0;
+  const std::string diarizer = (kPrepared / "sortformer-tiny").string();
+  const std::string out = steno("diarize -f json --diarizer " + diarizer + " --onset 0.53 "
+                                "--offset 0.49 --pad-onset 0.23 --pad-offset 0.01 --min-duration-on 0.42 "
+                                "--min-duration-off 0.34 " + (kRef / "conv1.wav").string(),
+                                &code);
+  ASSERT_EQ(code, 0) << out;
+  const nlohmann::json doc = nlohmann::json::parse(out);
+  EXPECT_DOUBLE_EQ(doc["postprocessing"]["onset"].get<double>(), 0.53);
+  ASSERT_EQ(doc["files"].size(), 1u);
+  const nlohmann::json& f = doc["files"][0];
+  EXPECT_NEAR(f["duration"].get<double>(), 10.43, 0.01);
+  std::multiset<std::string> lines;
+  double previous = -1;
+  for (const auto& s : f["segments"]) {
+    EXPECT_GE(s["start"].get<double>(), previous);
+    previous = s["start"].get<double>();
+    lines.insert(fmt::format("{:.3f} {:.3f} {}", s["start"].get<double>(), s["end"].get<double>(),
+                             s["speaker"].get<std::string>()));
+  }
+  EXPECT_EQ(lines, golden_lines(1));  // the options reproduce the CALLHOME post-processing
+  EXPECT_FALSE(f["speakers"].empty());
+  EXPECT_GT(doc["summary"]["rtfx"].get<double>(), 0.0);
+}
+
+TEST(DiarizeCli, ABadFileFailsAloneAndBadOptionsAreRefused) {
+  const fs::path bad = fs::temp_directory_path() / ("steno_diarize_bad_" + std::to_string(getpid()) + ".wav");
+  std::ofstream(bad) << "RIFF not really";
+  int code = 0;
+  const std::string diarizer = (kPrepared / "sortformer-tiny").string();
+  std::string out = steno("diarize --diarizer " + diarizer + " " + bad.string() + " " + (kRef / "conv0.wav").string(),
+                          &code);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find(bad.string()), std::string::npos) << out;
+  EXPECT_NE(out.find("SPEAKER conv0 1"), std::string::npos) << out;  // the good file is still diarized
+  fs::remove(bad);
+
+  out = steno("diarize --diarizer " + diarizer + " --onset 1.5 " + (kRef / "conv0.wav").string(), &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("--onset"), std::string::npos) << out;
+  out = steno("diarize --diarizer " + diarizer + " -f srt " + (kRef / "conv0.wav").string(), &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("--format"), std::string::npos) << out;
+  // An ASR model is not a diarizer, and the message says so.
+  out = steno("diarize --diarizer " + (kPrepared / "nemo-tiny-25").string() + " " + (kRef / "conv0.wav").string(),
+              &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("model_type"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace steno::testing
