@@ -62,8 +62,8 @@ FeatureExtractor::FeatureExtractor(const PreprocessorConfig& config, Tensor filt
       v25_(config.frontend_version == FrontendVersion::kNeMo25) {
   if (config.window != "hann")
     fail(ErrorCode::kUnimplemented, "preprocessor.window '{}': steno implements hann only", config.window);
-  if (config.normalize != "per_feature")
-    fail(ErrorCode::kUnimplemented, "preprocessor.normalize '{}': steno implements per_feature only",
+  if (config.normalize != "per_feature" && config.normalize != "none")
+    fail(ErrorCode::kUnimplemented, "preprocessor.normalize '{}': steno implements per_feature and none only",
          config.normalize);
   if (config.mag_power != 2.0)
     fail(ErrorCode::kUnimplemented, "preprocessor.mag_power {}: steno implements 2.0 only", config.mag_power);
@@ -166,10 +166,11 @@ Features FeatureExtractor::compute(ops::Context& ctx, const std::vector<std::spa
     Tensor mel = out.values.narrow0(b, b + 1).reshape({max_frames, n_mels}).narrow0(0, frames);
     ops::gemm(ctx, power, false, filterbank_t_, false, mel);
 
-    // log(mel + guard), then per-feature normalisation over the valid frames (unbiased std, + 1e-5 on the std).
+    // log(mel + guard), then per-feature normalisation over the valid frames (unbiased std, + 1e-5 on the std)
+    // unless the model has none (NeMo's "NA", as Sortformer v2).
     float* m = mel.data<float>();
     for (int64_t i = 0; i < frames * n_mels; ++i) m[i] = std::log(m[i] + guard);
-    for (int f = 0; f < n_mels; ++f) {
+    for (int f = 0; f < n_mels && config_.normalize == "per_feature"; ++f) {
       double sum = 0;
       for (int64_t t = 0; t < frames; ++t) sum += m[t * n_mels + f];
       const double mean = sum / frames;

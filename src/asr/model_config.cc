@@ -404,13 +404,13 @@ std::string ModelConfig::summary() const {
       fmt::join(decoding.durations, ", "));
 }
 
-std::string model_type_of(const std::filesystem::path& model_dir) {
+std::string model_type_of(const std::filesystem::path& path) {
   std::error_code ec;
-  if (!std::filesystem::is_directory(model_dir, ec))
-    fail(ErrorCode::kNotFound, "model directory {} does not exist", model_dir.string());
-  const std::filesystem::path cfg = model_dir / "config.json";
+  if (!std::filesystem::exists(path, ec)) fail(ErrorCode::kNotFound, "{} does not exist", path.string());
+  const bool dir = std::filesystem::is_directory(path, ec);
+  const std::filesystem::path cfg = dir ? path / "config.json" : path;
   std::ifstream in(cfg, std::ios::binary);
-  if (!in) fail(ErrorCode::kNotFound, "{}: no config.json (not a steno model directory?)", model_dir.string());
+  if (!in) fail(ErrorCode::kNotFound, "{}: no config.json (not a steno model directory?)", path.string());
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);

@@ -101,15 +101,6 @@ Tensor random_tensor(const WeightSpec& spec, uint64_t seed, int64_t blank_row) {
   return t;
 }
 
-std::string with_commas(int64_t v) {
-  const std::string digits = std::to_string(v < 0 ? -v : v);
-  std::string out = v < 0 ? "-" : "";
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 std::string human_bytes(uint64_t b) {
   if (b < 1000) return fmt::format("{} B", b);
@@ -224,6 +215,16 @@ struct DecodeTally {
 
 }  // namespace
 
+std::string with_commas(int64_t v) {
+  const std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out = v < 0 ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 ModelTemplate load_model_like(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) fail(ErrorCode::kNotFound, "{} does not exist (expected a config file or a model directory)",
@@ -247,16 +248,7 @@ void write_random_model(const ModelConfig& config, const fs::path& out_dir, uint
   fs::create_directories(out_dir, ec);
   if (ec) fail(ErrorCode::kUnavailable, "cannot create {}: {}", out_dir.string(), ec.message());
 
-  std::vector<WeightSpec> specs;
-  for (WeightSpec& s : expected_weights(config))
-    if (!s.optional) specs.push_back(std::move(s));
-  std::vector<SafeTensorsEntry> entries;
-  for (const WeightSpec& s : specs) entries.push_back({s.name, dtype, s.shape});
-  const std::map<std::string, std::string> metadata = {
-      {"format", "pt"}, {"generator", "steno model random"}, {"seed", std::to_string(seed)}};
-  write_safetensors_streamed(out_dir / "model.safetensors", entries, metadata, [&](size_t i) {
-    return random_tensor(specs[i], seed, config.blank_id()).to(dtype);
-  });
+  write_random_weights(expected_weights(config), out_dir / "model.safetensors", seed, dtype, config.blank_id());
 
   const fs::path tokenizer_dst = out_dir / config.tokenizer.model;
   if (tokenizer_src) {
@@ -270,6 +262,21 @@ void write_random_model(const ModelConfig& config, const fs::path& out_dir, uint
     write_placeholder_tokenizer(tokenizer_dst, config.decoder.vocab_size);
   }
   config.save(out_dir / "config.json");  // last: a directory with a config.json is complete
+}
+
+void write_random_weights(const std::vector<WeightSpec>& all_specs, const fs::path& file, uint64_t seed, DType dtype,
+                          int64_t blank_row) {
+  STENO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,
+              "random model weights must be f32, f16 or bf16, not {}", dtype_name(dtype));
+  std::vector<WeightSpec> specs;
+  for (const WeightSpec& s : all_specs)
+    if (!s.optional) specs.push_back(s);
+  std::vector<SafeTensorsEntry> entries;
+  for (const WeightSpec& s : specs) entries.push_back({s.name, dtype, s.shape});
+  const std::map<std::string, std::string> metadata = {
+      {"format", "pt"}, {"generator", "steno model random"}, {"seed", std::to_string(seed)}};
+  write_safetensors_streamed(file, entries, metadata,
+                             [&](size_t i) { return random_tensor(specs[i], seed, blank_row).to(dtype); });
 }
 
 void write_placeholder_tokenizer(const fs::path& path, int vocab_size) {
@@ -598,19 +605,8 @@ JointCalibrationResult calibrate_joint(const fs::path& model_dir, const JointCal
   return result;
 }
 
-std::string describe_model(const fs::path& model_dir) {
-  const ModelConfig config = ModelConfig::load(model_dir);
-  const PreprocessorConfig& p = config.preprocessor;
+std::string describe_weights(const fs::path& model_dir, const std::vector<WeightSpec>& specs) {
   std::string out;
-  out += fmt::format("model:        {}\n", config.name.empty() ? model_dir.filename().string() : config.name);
-  out += fmt::format("directory:    {}\n", model_dir.string());
-  out += fmt::format("architecture: {}\n", config.summary());
-  out += fmt::format("front end:    {} Hz, {} mels, n_fft {}, {} window {} / hop {} samples, normalize {}, NeMo {} "
-                     "front end\n",
-                     p.sample_rate, p.features, p.n_fft, p.window, p.win_length(), p.hop_length(), p.normalize,
-                     frontend_version_name(p.frontend_version));
-  out += fmt::format("parameters:   {}\n", with_commas(parameter_count(config)));
-
   std::error_code ec;
   const fs::path weights = model_dir / "model.safetensors";
   if (!fs::exists(weights, ec)) {
@@ -628,7 +624,7 @@ std::string describe_model(const fs::path& model_dir) {
       out += fmt::format("mel filters:  {}\n", fb && win   ? "from the checkpoint (fb and window)"
                                                : fb || win ? "partly from the checkpoint"
                                                            : "computed by steno");
-      const std::vector<WeightProblem> problems = check_weights(config, file);
+      const std::vector<WeightProblem> problems = check_weights(specs, file);
       if (problems.empty()) {
         out += "check:        weights match config.json\n";
       } else {
@@ -642,6 +638,32 @@ std::string describe_model(const fs::path& model_dir) {
     }
   }
 
+  return out;
+}
+
+std::string describe_disk_size(const fs::path& model_dir) {
+  std::error_code ec;
+  uint64_t total = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(model_dir, ec))
+    if (entry.is_regular_file(ec)) total += entry.file_size(ec);
+  return fmt::format("size on disk: {}\n", human_bytes(total));
+}
+
+std::string describe_model(const fs::path& model_dir) {
+  const ModelConfig config = ModelConfig::load(model_dir);
+  const PreprocessorConfig& p = config.preprocessor;
+  std::string out;
+  out += fmt::format("model:        {}\n", config.name.empty() ? model_dir.filename().string() : config.name);
+  out += fmt::format("directory:    {}\n", model_dir.string());
+  out += fmt::format("architecture: {}\n", config.summary());
+  out += fmt::format("front end:    {} Hz, {} mels, n_fft {}, {} window {} / hop {} samples, normalize {}, NeMo {} "
+                     "front end\n",
+                     p.sample_rate, p.features, p.n_fft, p.window, p.win_length(), p.hop_length(), p.normalize,
+                     frontend_version_name(p.frontend_version));
+  out += fmt::format("parameters:   {}\n", with_commas(parameter_count(config)));
+
+  out += describe_weights(model_dir, expected_weights(config));
+  std::error_code ec;
   const fs::path tok = model_dir / config.tokenizer.model;
   if (fs::is_regular_file(tok, ec))
     out += fmt::format("tokenizer:    {} ({}, {})\n", config.tokenizer.model, config.tokenizer.type,
@@ -649,10 +671,7 @@ std::string describe_model(const fs::path& model_dir) {
   else
     out += fmt::format("tokenizer:    {} MISSING\n", config.tokenizer.model);
 
-  uint64_t total = 0;
-  for (const auto& entry : fs::recursive_directory_iterator(model_dir, ec))
-    if (entry.is_regular_file(ec)) total += entry.file_size(ec);
-  out += fmt::format("size on disk: {}\n", human_bytes(total));
+  out += describe_disk_size(model_dir);
   return out;
 }
 

@@ -73,8 +73,10 @@ void self_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor
   detail::check_lengths(op, lengths, q.dim(0), q.dim(1));
   STENO_CHECK(out.numel() == 0 || (out.raw() != k.raw() && out.raw() != v.raw()),
               "self_attention: out must not alias k or v");
-  if (!ctx.device().is_cpu())
-    fail(ErrorCode::kUnimplemented, "self_attention: not implemented on {} yet (the CPU only)", ctx.device().str());
+  if (!ctx.device().is_cpu()) {
+    STENO_CUDA_KERNEL(op, cuda::self_attention(ctx, q, k, v, heads, lengths, out));
+    return;
+  }
   cpu::self_attention(ctx, q, k, v, heads, lengths, out);
 }
 

@@ -23,7 +23,7 @@ class FeatureExtractor {
   // `filterbank` [n_mels, n_fft/2+1] and `window` [win_length] come from the checkpoint when it has them
   // (NeMo stores both as buffers; using them is bit-faithful); undefined tensors mean "compute NeMo's defaults"
   // (librosa Slaney mel filterbank, symmetric Hann window).
-  // Implements NeMo's inference defaults (Hann window, magnitude power 2, per-feature normalisation, log);
+  // Implements NeMo's inference defaults (Hann window, magnitude power 2, log, per-feature normalisation or none);
   // any other setting is refused with kUnimplemented naming the field.
   FeatureExtractor(const PreprocessorConfig& config, Tensor filterbank, Tensor window);
 

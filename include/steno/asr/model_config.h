@@ -155,9 +155,9 @@ struct ModelConfig {
   bool operator==(const ModelConfig&) const = default;
 };
 
-// The model_type of the config.json in `model_dir`: "fastconformer_tdt" (also when absent, as in every ASR model
-// before there were others) or "sortformer" (diar/sortformer_config.h), or whatever else the file says; the
-// caller refuses what it cannot load. Errors as ModelConfig::load (kNotFound, kDataLoss for bad JSON).
-std::string model_type_of(const std::filesystem::path& model_dir);
+// The model_type of a model directory's config.json, or of a config file: "fastconformer_tdt" (also when absent,
+// as in every ASR model before there were others) or "sortformer" (diar/sortformer_config.h), or whatever else the
+// file says; the caller refuses what it cannot load. Errors as ModelConfig::load (kNotFound, kDataLoss).
+std::string model_type_of(const std::filesystem::path& model_dir_or_config);
 
 }  // namespace steno::asr

@@ -10,6 +10,7 @@
 #include "steno/core/device.h"
 
 #include "steno/asr/model_config.h"
+#include "steno/asr/weight_names.h"
 #include "steno/core/dtype.h"
 
 namespace steno::asr {
@@ -33,6 +34,11 @@ ModelTemplate load_model_like(const std::filesystem::path& config_or_model_dir);
 void write_random_model(const ModelConfig& config, const std::filesystem::path& out_dir, uint64_t seed = 0,
                         DType dtype = DType::kF32,
                         const std::optional<std::filesystem::path>& tokenizer_src = std::nullopt);
+
+// Writes `file` (a model.safetensors) with every non-optional tensor of `specs`, initialised as
+// write_random_model describes (`blank_row`: the embedding row kept zero, -1 for none). Any model type's writer.
+void write_random_weights(const std::vector<WeightSpec>& specs, const std::filesystem::path& file, uint64_t seed,
+                          DType dtype, int64_t blank_row = -1);
 
 // Writes a SentencePiece model with `vocab_size` pieces (<unk>, then made-up pieces "▁a", "a", "▁b", ...) that
 // decodes ids to text and nothing more: the tokenizer of a random model whose template has none, whose
@@ -92,5 +98,11 @@ JointCalibrationResult calibrate_joint(const std::filesystem::path& model_dir, c
 // weights are loaded), and whether the tokenizer is present. Throws for a missing directory or a bad config.json;
 // a missing or mismatched model.safetensors is described, not thrown.
 std::string describe_model(const std::filesystem::path& model_dir);
+
+// Parts of a description any model type shares: model.safetensors (size, dtypes, where the mel filters come from,
+// and whether it matches `specs`), and the directory's size on disk. Lines end with '\n'.
+std::string describe_weights(const std::filesystem::path& model_dir, const std::vector<WeightSpec>& specs);
+std::string describe_disk_size(const std::filesystem::path& model_dir);
+std::string with_commas(int64_t v);  // 282056 -> "282,056"
 
 }  // namespace steno::asr

@@ -19,6 +19,10 @@
 #include "steno/diar/transformer_encoder.h"
 #include "steno/ops/context.h"
 
+namespace steno::asr {
+class CudaFeatureExtractor;  // src/asr/cuda/cuda_features.h (CUDA builds)
+}
+
 namespace steno::diar {
 
 struct SortformerOverrides {
@@ -80,6 +84,7 @@ class SortformerModel {
   std::string dir_;
   SortformerConfig config_;
   std::unique_ptr<asr::FeatureExtractor> features_;
+  std::shared_ptr<const asr::CudaFeatureExtractor> cuda_features_;  // on CUDA models; reads *features_
   std::unique_ptr<asr::ConformerEncoder> encoder_;
   std::unique_ptr<TransformerEncoder> transformer_;
   std::unique_ptr<Head> head_;

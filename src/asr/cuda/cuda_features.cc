@@ -22,7 +22,8 @@ CudaFeatureExtractor::CudaFeatureExtractor(const FeatureExtractor& reference, op
   filterbank_t_ = ops::place(upload, reference.filterbank_t(), DType::kF32, alloc);
 }
 
-Features CudaFeatureExtractor::compute(ops::Context& ctx, const std::vector<std::span<const float>>& clips) const {
+Features CudaFeatureExtractor::compute(ops::Context& ctx, const std::vector<std::span<const float>>& clips,
+                                       std::optional<float> peak_eps, Tensor* gains) const {
   STENO_CHECK(ctx.device() == dft_basis_.device(), "CUDA front end: its constants are on {}, the context on {}",
               dft_basis_.device().str(), ctx.device().str());
   const PreprocessorConfig& cfg = reference_.config();
@@ -60,7 +61,16 @@ Features CudaFeatureExtractor::compute(ops::Context& ctx, const std::vector<std:
   steno::cuda::memcpy_async(dev_table.raw(), table.data(), table.size() * sizeof(int64_t), stream);
 
   const int64_t* t = static_cast<const int64_t*>(dev_table.raw());
-  const cuda_features::ClipTable clip_table{t, t + batch, t + 2 * batch};
+  cuda_features::ClipTable clip_table{t, t + batch, t + 2 * batch};
+  Tensor gain;  // lives until the framing kernel is queued (scratch memory is freed in stream order)
+  if (peak_eps) {
+    gain = ctx.scratch({batch});
+    cuda_features::launch_peak_gains(audio.data<float>(), clip_table, batch, *peak_eps, gain.data<float>(),
+                                     stream_of(ctx));
+    ops::cuda::check_launch("front end: peak normalisation");
+    clip_table.gain = gain.data<float>();
+    if (gains != nullptr) *gains = gain;
+  }
   cuda_features::FrameParams p;
   p.win = win;
   p.hop = reference_.hop_length();
@@ -83,7 +93,8 @@ Features CudaFeatureExtractor::compute(ops::Context& ctx, const std::vector<std:
   Tensor mel = out.values.reshape({rows, n_mels});
   ops::gemm(ctx, power, false, filterbank_t_, false, mel);
   cuda_features::launch_log_normalize(out.values.data<float>(), clip_table.frames, batch, max_frames, n_mels,
-                                      static_cast<float>(cfg.log_zero_guard_value), stream_of(ctx));
+                                      static_cast<float>(cfg.log_zero_guard_value), cfg.normalize == "per_feature",
+                                      stream_of(ctx));
   ops::cuda::check_launch("front end: log and normalisation");
   return out;
 }

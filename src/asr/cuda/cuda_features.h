@@ -3,6 +3,7 @@
 // once and shared by every context there. Not built without CUDA; the header names no CUDA type.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -19,7 +20,10 @@ class CudaFeatureExtractor {
   // Features of a batch of 16 kHz mono clips (host memory): values [B, frames, n_mels] f32 on ctx's device,
   // queued on ctx's stream; lengths on the host. Same contract as FeatureExtractor::compute, including the
   // batch-dependent NeMo 2.4 variant. Returns once the audio has been copied out of `clips`.
-  Features compute(ops::Context& ctx, const std::vector<std::span<const float>>& clips) const;
+  // `peak_eps`: each clip is first multiplied by 1 / (max(clip) + peak_eps), its signed maximum, in f32 on the
+  // device (Sortformer's peak normalisation); `gains`, if given, receives those factors ([B] f32 on the device).
+  Features compute(ops::Context& ctx, const std::vector<std::span<const float>>& clips,
+                   std::optional<float> peak_eps = std::nullopt, Tensor* gains = nullptr) const;
 
  private:
   const FeatureExtractor& reference_;

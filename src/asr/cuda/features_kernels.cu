@@ -11,12 +11,13 @@ using ops::cuda::blocks_for;
 using ops::cuda::thread_index;
 using ops::cuda::thread_stride;
 
-// Sample i of clip b after pre-emphasis, in the clip's unpadded coordinates (0 <= i < max_len).
-__device__ __forceinline__ float emphasised(const float* x, int64_t len, int64_t i, const FrameParams& p) {
+// Sample i of clip b after the gain and pre-emphasis, in the clip's unpadded coordinates (0 <= i < max_len). The
+// gain rounds each sample to f32 first, as NeMo's x * scale tensor does before the preprocessor.
+__device__ __forceinline__ float emphasised(const float* x, int64_t len, int64_t i, float gain, const FrameParams& p) {
   if (p.nemo25 && i >= len) return 0.0f;  // 2.5: the batch padding stays zero
-  const float cur = i < len ? x[i] : 0.0f;
+  const float cur = i < len ? __fmul_rn(gain, x[i]) : 0.0f;
   if (i == 0) return cur;
-  const float prev = i - 1 < len ? x[i - 1] : 0.0f;
+  const float prev = i - 1 < len ? __fmul_rn(gain, x[i - 1]) : 0.0f;
   return __fsub_rn(cur, __fmul_rn(p.preemph, prev));  // no FMA contraction: the CPU rounds twice too
 }
 
@@ -29,15 +30,35 @@ __global__ void frames_kernel(const float* audio, ClipTable clips, int64_t batch
     if (t < clips.frames[b]) {
       int64_t i = t * p.hop + p.offset + n - p.pad;
       const int64_t len = clips.length[b];
+      const float gain = clips.gain != nullptr ? clips.gain[b] : 1.0f;
       if (p.nemo25) {
-        if (i >= 0 && i < len) v = emphasised(audio + clips.start[b], len, i, p);
+        if (i >= 0 && i < len) v = emphasised(audio + clips.start[b], len, i, gain, p);
       } else {  // reflect padding around the batch-padded signal [0, max_len)
         if (i < 0) i = -i;
         if (i >= p.max_len) i = 2 * (p.max_len - 1) - i;
-        v = emphasised(audio + clips.start[b], len, i, p);
+        v = emphasised(audio + clips.start[b], len, i, gain, p);
       }
     }
     out[e] = v;
+  }
+}
+
+constexpr int kPeakThreads = 256;
+
+__global__ void __launch_bounds__(kPeakThreads) peak_gains_kernel(const float* audio, ClipTable clips, float eps,
+                                                                  float* gains) {
+  __shared__ float red[kPeakThreads / 32];
+  const int64_t b = blockIdx.x, len = clips.length[b];
+  const float* x = audio + clips.start[b];
+  float m = -INFINITY;
+  for (int64_t i = threadIdx.x; i < len; i += kPeakThreads) m = fmaxf(m, x[i]);
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kPeakThreads / 32; ++w) m = fmaxf(m, red[w]);
+    m = fmaxf(m, red[0]);
+    gains[b] = len == 0 ? 1.0f : __fdiv_rn(1.0f, __fadd_rn(m, eps));
   }
 }
 
@@ -56,7 +77,7 @@ __global__ void power_kernel(const float* spec, int64_t rows, int32_t bins, floa
 constexpr int kChannels = 32, kLanes = 8;
 
 __global__ void log_normalize_kernel(float* mel, const int64_t* frames, int64_t max_frames, int32_t n_mels,
-                                     float guard) {
+                                     float guard, bool per_feature) {
   __shared__ double partial[kLanes][kChannels];
   const int64_t b = blockIdx.y;
   const int f = blockIdx.x * kChannels + threadIdx.x;
@@ -93,7 +114,8 @@ __global__ void log_normalize_kernel(float* mel, const int64_t* frames, int64_t 
   const double sd = (n > 1 ? sqrt(total_sq / (n - 1)) : 0.0) + 1e-5;
   const float fmean = static_cast<float>(mean), fstd = static_cast<float>(sd);
   for (int64_t t = lane; t < max_frames; t += kLanes)
-    m[t * n_mels + f] = t < n ? __fdiv_rn(__fsub_rn(m[t * n_mels + f], fmean), fstd) : 0.0f;
+    m[t * n_mels + f] = t >= n ? 0.0f : per_feature ? __fdiv_rn(__fsub_rn(m[t * n_mels + f], fmean), fstd)
+                                                    : m[t * n_mels + f];
 }
 
 }  // namespace
@@ -105,16 +127,23 @@ void launch_frames(const float* audio, ClipTable clips, int64_t batch, int64_t m
   frames_kernel<<<blocks_for(total, 256), 256, 0, stream>>>(audio, clips, batch, max_frames, p, frames);
 }
 
+void launch_peak_gains(const float* audio, ClipTable clips, int64_t batch, float eps, float* gains,
+                       cudaStream_t stream) {
+  if (batch == 0) return;
+  peak_gains_kernel<<<static_cast<unsigned>(batch), kPeakThreads, 0, stream>>>(audio, clips, eps, gains);
+}
+
 void launch_power(const float* spec, int64_t rows, int32_t bins, float* power, cudaStream_t stream) {
   if (rows * bins == 0) return;
   power_kernel<<<blocks_for(rows * bins, 256), 256, 0, stream>>>(spec, rows, bins, power);
 }
 
 void launch_log_normalize(float* mel, const int64_t* frames, int64_t batch, int64_t max_frames, int32_t n_mels,
-                          float guard, cudaStream_t stream) {
+                          float guard, bool per_feature, cudaStream_t stream) {
   if (batch == 0 || n_mels == 0) return;
   const dim3 grid((n_mels + kChannels - 1) / kChannels, static_cast<unsigned>(batch));
-  log_normalize_kernel<<<grid, dim3(kChannels, kLanes), 0, stream>>>(mel, frames, max_frames, n_mels, guard);
+  log_normalize_kernel<<<grid, dim3(kChannels, kLanes), 0, stream>>>(mel, frames, max_frames, n_mels, guard,
+                                                                      per_feature);
 }
 
 }  // namespace steno::asr::cuda_features

@@ -19,6 +19,7 @@ struct ClipTable {
   const int64_t* start;   // first sample of the clip in the packed audio
   const int64_t* length;  // samples
   const int64_t* frames;  // valid feature frames
+  const float* gain = nullptr;  // per clip: every sample is multiplied by it first (f32); null: no gain
 };
 
 // The front end's framing settings (FeatureExtractor's config), passed by value.
@@ -32,7 +33,12 @@ struct FrameParams {
   bool nemo25 = true;    // zero centre padding, pre-emphasis within the clip; false: NeMo <= 2.4's reflect padding
 };
 
-// frames[b, t, n] (rows b * max_frames + t) = the pre-emphasised, centre-padded signal of clip b at
+// gains[b] = 1 / (max(clip b) + eps) in f32, the clip's signed maximum (Sortformer's peak normalisation, NeMo's
+// process_signal); 1 for an empty clip. One block per clip.
+void launch_peak_gains(const float* audio, ClipTable clips, int64_t batch, float eps, float* gains,
+                       cudaStream_t stream);
+
+// frames[b, t, n] (rows b * max_frames + t) = the (gained,) pre-emphasised, centre-padded signal of clip b at
 // t * hop + offset + n - pad, for t < the clip's frames; zero rows past them.
 void launch_frames(const float* audio, ClipTable clips, int64_t batch, int64_t max_frames, FrameParams p,
                    float* frames, cudaStream_t stream);
@@ -40,9 +46,10 @@ void launch_frames(const float* audio, ClipTable clips, int64_t batch, int64_t m
 // power[r, k] = |spec[r, k] + i spec[r, bins + k]|^2 (magnitude, then squared, as NeMo's mag_power 2.0 does).
 void launch_power(const float* spec, int64_t rows, int32_t bins, float* power, cudaStream_t stream);
 
-// In place on mel [batch, max_frames, n_mels]: log(mel + guard), then per clip and mel channel subtract the mean
-// and divide by the unbiased standard deviation + 1e-5 over the clip's valid frames; rows past them become zero.
+// In place on mel [batch, max_frames, n_mels]: log(mel + guard), then (per_feature) per clip and mel channel
+// subtract the mean and divide by the unbiased standard deviation + 1e-5 over the clip's valid frames; rows past
+// them become zero.
 void launch_log_normalize(float* mel, const int64_t* frames, int64_t batch, int64_t max_frames, int32_t n_mels,
-                          float guard, cudaStream_t stream);
+                          float guard, bool per_feature, cudaStream_t stream);
 
 }  // namespace steno::asr::cuda_features

@@ -59,6 +59,39 @@ int64_t gemm_path_chunk(const ScoreShape& s, int64_t batch, AttentionWindow wind
 
 int64_t elem_bytes(const Tensor& t) { return static_cast<int64_t>(dtype_size(t.dtype())); }
 
+// ac[h][bb] = q_bb,h · k_bb,hᵀ in f32 ([H][nb][T][ld] rows) for the nb items from qc/kc ([nb][T][H*dk]): one batched
+// product per item over the heads, or per head over the items, whichever makes fewer calls.
+void query_key_products(Context& ctx, Dt dt, const char* qc, const char* kc, float* ac_p, int64_t nb, int64_t T,
+                        int64_t H, int64_t dk, int64_t ld, int64_t eb) {
+  const int64_t W = H * dk;
+  if (nb <= H) {
+    for (int64_t bb = 0; bb < nb; ++bb)
+      gemm_batched_dt(ctx, dt, true, false, true, T, T, dk, {qc + bb * T * W * eb, W, dk}, {kc + bb * T * W * eb, W, dk},
+                      {ac_p + bb * T * ld, ld, nb * T * ld}, static_cast<int32_t>(H));
+  } else {
+    for (int64_t h = 0; h < H; ++h)
+      gemm_batched_dt(ctx, dt, true, false, true, T, T, dk, {qc + h * dk * eb, W, T * W}, {kc + h * dk * eb, W, T * W},
+                      {ac_p + h * nb * T * ld, ld, T * ld}, static_cast<int32_t>(nb));
+  }
+}
+
+// out_bb,h = P_bb,h · v_bb,h, with P in the storage type over ac's bytes (row stride ld * 4 / eb elements), as the
+// softmax leaves it.
+void probabilities_times_values(Context& ctx, Dt dt, const float* ac_p, const char* vc, char* oc, int64_t nb,
+                                int64_t T, int64_t H, int64_t dk, int64_t ld, int64_t eb) {
+  const int64_t W = H * dk, ld_p = ld * 4 / eb;
+  const char* p = reinterpret_cast<const char*>(ac_p);
+  if (nb <= H) {
+    for (int64_t bb = 0; bb < nb; ++bb)
+      gemm_batched_dt(ctx, dt, false, false, false, T, dk, T, {p + bb * T * ld_p * eb, ld_p, nb * T * ld_p},
+                      {vc + bb * T * W * eb, W, dk}, {oc + bb * T * W * eb, W, dk}, static_cast<int32_t>(H));
+  } else {
+    for (int64_t h = 0; h < H; ++h)
+      gemm_batched_dt(ctx, dt, false, false, false, T, dk, T, {p + h * nb * T * ld_p * eb, ld_p, T * ld_p},
+                      {vc + h * dk * eb, W, T * W}, {oc + h * dk * eb, W, T * W}, static_cast<int32_t>(nb));
+  }
+}
+
 // One chunk of nb batch items starting at b0: products into ac/bd, softmax, P·v into out.
 void attention_chunk(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos_used,
                      const Tensor& pos_bias_u, const Tensor& pos_bias_v, const int32_t* lengths, Tensor& out,
@@ -82,17 +115,7 @@ void attention_chunk(Context& ctx, const Tensor& q, const Tensor& k, const Tenso
   launch_rel_pos_bias_dots(dt, kc, pos0, pos_bias_u.raw(), pos_bias_v.raw(), uk, vp, nb, T, H, dk, stream);
   check_launch("rel_pos_attention (bias terms)");
 
-  // ac[h][bb] = q_bb,h · k_bb,hᵀ: one batched product per item over the heads, or per head over the items,
-  // whichever makes fewer calls.
-  if (nb <= H) {
-    for (int64_t bb = 0; bb < nb; ++bb)
-      gemm_batched_dt(ctx, dt, true, false, true, T, T, dk, {qc + bb * T * W * eb, W, dk}, {kc + bb * T * W * eb, W, dk},
-                      {ac_p + bb * T * s.ld_ac, s.ld_ac, nb * T * s.ld_ac}, static_cast<int32_t>(H));
-  } else {
-    for (int64_t h = 0; h < H; ++h)
-      gemm_batched_dt(ctx, dt, true, false, true, T, T, dk, {qc + h * dk * eb, W, T * W}, {kc + h * dk * eb, W, T * W},
-                      {ac_p + h * nb * T * s.ld_ac, s.ld_ac, T * s.ld_ac}, static_cast<int32_t>(nb));
-  }
+  query_key_products(ctx, dt, qc, kc, ac_p, nb, T, H, dk, s.ld_ac, eb);
   // bd[h] = q_h · pos_hᵀ for every row of the chunk at once (the rows of q are the chunk's nb*T frames), over
   // ld_bd columns (the zero pos rows past 2T-1 keep the extent a multiple of 8).
   gemm_batched_dt(ctx, dt, true, false, true, nb * T, s.ld_bd, dk, {qc, W, dk}, {pos0, W, dk},
@@ -102,18 +125,7 @@ void attention_chunk(Context& ctx, const Tensor& q, const Tensor& k, const Tenso
   launch_rel_pos_softmax(dt, {ac_p, bd_p, uk, vp, lengths + b0, H, nb, T, s.ld_ac, s.ld_bd, -1, -1, scale}, stream);
   check_launch("rel_pos_attention (softmax)");
 
-  // out_bb,h = P_bb,h · v_bb,h, P in the storage type over ac's bytes (row stride ld_p elements).
-  const int64_t ld_p = s.ld_ac * 4 / eb;
-  const char* p = reinterpret_cast<const char*>(ac_p);
-  if (nb <= H) {
-    for (int64_t bb = 0; bb < nb; ++bb)
-      gemm_batched_dt(ctx, dt, false, false, false, T, dk, T, {p + bb * T * ld_p * eb, ld_p, nb * T * ld_p},
-                      {vc + bb * T * W * eb, W, dk}, {oc + bb * T * W * eb, W, dk}, static_cast<int32_t>(H));
-  } else {
-    for (int64_t h = 0; h < H; ++h)
-      gemm_batched_dt(ctx, dt, false, false, false, T, dk, T, {p + h * nb * T * ld_p * eb, ld_p, T * ld_p},
-                      {vc + h * dk * eb, W, T * W}, {oc + h * dk * eb, W, T * W}, static_cast<int32_t>(nb));
-  }
+  probabilities_times_values(ctx, dt, ac_p, vc, oc, nb, T, H, dk, s.ld_ac, eb);
 }
 
 void attention_by_gemms(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos,
@@ -167,6 +179,36 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
                            out.raw(), lens.data<int32_t>(), batch, steps, heads, dk, (pos.dim(0) - 1) / 2,
                            window.left, window.right, scale, static_cast<cudaStream_t>(ctx.stream().handle()));
   check_launch(op);
+}
+
+// Plain attention (the Sortformer Transformer's): the GEMM path without the positional terms, batch items in
+// chunks whose f32 scores fit the score budget (at least one item per chunk).
+void self_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                    const std::vector<int64_t>& lengths, Tensor& out) {
+  const char* op = "self_attention";
+  detail::check_same_dtype(op, {&q, &k, &v, &out});
+  const int64_t batch = q.dim(0), T = q.dim(1), W = q.dim(2), dk = W / heads, eb = elem_bytes(q);
+  if (out.numel() == 0) return;
+  if (T > rel_pos_softmax_max_steps())
+    fail(ErrorCode::kUnimplemented, "{}: CUDA takes sequences of up to {} frames, got {} (use streaming for longer)",
+         op, rel_pos_softmax_max_steps(), T);
+  const Tensor lens = upload_lengths(ctx, lengths);
+  const int64_t ld = round_up(T, 8), per_item = heads * T * ld * 4;
+  const int64_t chunk = std::clamp<int64_t>(score_budget_bytes.load(std::memory_order_relaxed) / per_item, 1, batch);
+  Tensor ac = ctx.scratch({heads * chunk * T * ld}, DType::kF32);
+  const Dt dt = dt_of(q);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dk));  // as the CPU kernel rounds it
+  const auto at = [&](const Tensor& x, int64_t b0) { return static_cast<const char*>(x.raw()) + b0 * T * W * eb; };
+  for (int64_t b0 = 0; b0 < batch; b0 += chunk) {
+    const int64_t nb = std::min(chunk, batch - b0);
+    query_key_products(ctx, dt, at(q, b0), at(k, b0), ac.data<float>(), nb, T, heads, dk, ld, eb);
+    launch_rel_pos_softmax(dt, {ac.data<float>(), nullptr, nullptr, nullptr, lens.data<int32_t>() + b0, heads, nb, T,
+                                ld, 0, -1, -1, scale},
+                           stream_of(ctx));
+    check_launch("self_attention (softmax)");
+    probabilities_times_values(ctx, dt, ac.data<float>(), at(v, b0), static_cast<char*>(out.raw()) + b0 * T * W * eb,
+                               nb, T, heads, dk, ld, eb);
+  }
 }
 
 }  // namespace steno::ops::cuda

@@ -22,7 +22,7 @@ void launch_rel_pos_bias_dots(Dt dt, const void* k, const void* pos, const void*
 // The masked, rel-shifted softmax over a chunk's score rows (layouts: attention_scores.cu).
 struct RelPosScores {
   float* ac;                // [heads][nb][steps][ld_ac]; the probabilities (storage type) overwrite it
-  const float* bd;          // [heads][nb * steps][ld_bd]
+  const float* bd;          // [heads][nb * steps][ld_bd]; null: plain attention, ac alone (uk, vp unused)
   const float* uk;          // [heads][nb][steps]
   const float* vp;          // [heads][2 * steps - 1]
   const int32_t* lengths;   // [nb]

@@ -67,7 +67,7 @@ __device__ __forceinline__ float block_reduce(float x, float* red) {
 }
 
 // One block per score row (h, bb, i); each thread keeps N of the row's keys (j = tid + 128 t) in registers.
-template <typename T, int N>
+template <typename T, int N, bool kRelPos>
 __global__ void __launch_bounds__(kSoftmaxThreads)
     rel_pos_softmax_kernel(float* __restrict__ ac, const float* __restrict__ bd, const float* __restrict__ uk,
                            const float* __restrict__ vp, const int32_t* __restrict__ lengths, int64_t nb,
@@ -79,9 +79,10 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
   const int64_t len = lengths[bb];
   float* s = ac + row * ld_ac;
   T* p = reinterpret_cast<T*>(s);  // the probabilities overwrite the scores' first bytes
-  const float* bd_row = bd + row * ld_bd + (steps - 1 - i);  // bd's rows are ordered as the score rows
-  const float* vp_row = vp + h * n_pos + (steps - 1 - i);
-  const float* uk_row = uk + hb * steps;
+  // bd's rows are ordered as the score rows; plain attention (!kRelPos) has no positional terms.
+  const float* bd_row = kRelPos ? bd + row * ld_bd + (steps - 1 - i) : nullptr;
+  const float* vp_row = kRelPos ? vp + h * n_pos + (steps - 1 - i) : nullptr;
+  const float* uk_row = kRelPos ? uk + hb * steps : nullptr;
   // Keys visible from row i: [a, e); none when the row is padding.
   const int64_t a = left < 0 ? 0 : max(int64_t{0}, i - left);
   const int64_t e = i >= len ? 0 : right < 0 ? len : min(len, i + right + 1);
@@ -92,7 +93,7 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
   for (int t = 0; t < N; ++t) {
     const int64_t j = threadIdx.x + int64_t{kSoftmaxThreads} * t;
     sv[t] = -INFINITY;
-    if (j >= a && j < e) sv[t] = (s[j] + uk_row[j] + bd_row[j] + vp_row[j]) * scale;
+    if (j >= a && j < e) sv[t] = (kRelPos ? s[j] + uk_row[j] + bd_row[j] + vp_row[j] : s[j]) * scale;
     row_max = fmaxf(row_max, sv[t]);
   }
   row_max = block_reduce<true>(row_max, red);  // also: every score of the row has been read
@@ -114,7 +115,8 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
 template <typename T, int N>
 void launch_softmax(const RelPosScores& sc, cudaStream_t stream) {
   const int64_t rows = sc.heads * sc.nb * sc.steps;
-  rel_pos_softmax_kernel<T, N><<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, stream>>>(
+  auto* kernel = sc.bd != nullptr ? rel_pos_softmax_kernel<T, N, true> : rel_pos_softmax_kernel<T, N, false>;
+  kernel<<<static_cast<unsigned>(rows), kSoftmaxThreads, 0, stream>>>(
       sc.ac, sc.bd, sc.uk, sc.vp, sc.lengths, sc.nb, sc.steps, sc.ld_ac, sc.ld_bd, 2 * sc.steps - 1, sc.left,
       sc.right, sc.scale);
 }

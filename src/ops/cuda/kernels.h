@@ -53,6 +53,8 @@ void scale(Context& ctx, Tensor& x, float s);
 void zero_padded_frames(Context& ctx, Tensor& x, int time_axis, const std::vector<int64_t>& lengths);
 
 // ---- attention_cuda.cc + attention.cu ----
+void self_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                    const std::vector<int64_t>& lengths, Tensor& out);
 void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos,
                        const Tensor& pos_bias_u, const Tensor& pos_bias_v, const std::vector<int64_t>& lengths,
                        AttentionWindow window, Tensor& out);

@@ -108,6 +108,17 @@ INSTANTIATE_TEST_SUITE_P(Configs, CudaFeaturesTest,
                          ::testing::Combine(::testing::Values(80, 128),
                                             ::testing::Values(FrontendVersion::kNeMo25, FrontendVersion::kNeMo24)));
 
+TEST(CudaFeatures, UnnormalisedFeaturesMatchTheCpu) {
+  // Sortformer v2's front end: NeMo's normalize "NA", the log-mel as it is.
+  if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  PreprocessorConfig c = config(128, FrontendVersion::kNeMo25);
+  c.normalize = "none";
+  const FeatureExtractor cpu(c, Tensor(), Tensor());
+  const auto pcm = test_clips(4);
+  ASSERT_EQ(pcm.size(), 4u);
+  expect_same_features(cpu, std::vector<std::span<const float>>(pcm.begin(), pcm.end()));
+}
+
 TEST(CudaFeatures, BundledModelLoadsItsFrontEndOnTheDevice) {
   if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   ModelOverrides o;

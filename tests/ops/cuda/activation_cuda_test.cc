@@ -53,6 +53,26 @@ TEST_P(ActivationCuda, SiluOutOfPlaceAndInPlace) {
   }
 }
 
+TEST_P(ActivationCuda, SigmoidOutOfPlaceAndInPlace) {
+  if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const DType dt = GetParam();
+  Context cpu = Context::cpu(2);
+  Context gpu = Context::cuda(0);
+  uint32_t seed = 120;
+  for (const Shape& shape : kShapes) {
+    SCOPED_TRACE(shape_str(shape));
+    const Tensor x = random_host(shape, seed++, dt, -12.0f, 12.0f);
+    Tensor want = host_filled(shape, NAN);
+    sigmoid(cpu, x, want);
+    Tensor y = nan_device(gpu, shape, dt);
+    sigmoid(gpu, upload(gpu, x, dt), y);
+    EXPECT_TRUE(close_to(download(gpu, y), want, tolerance(dt, kF32Tol)));
+    Tensor inplace = upload(gpu, x, dt);
+    sigmoid(gpu, inplace, inplace);
+    EXPECT_TRUE(close_to(download(gpu, inplace), want, tolerance(dt, kF32Tol)));
+  }
+}
+
 TEST_P(ActivationCuda, Glu) {
   if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   const DType dt = GetParam();

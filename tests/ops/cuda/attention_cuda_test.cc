@@ -194,5 +194,47 @@ TEST(RelPosAttentionCudaWindow, SelfOnlyIsV) {
       }
 }
 
+// Plain self-attention (the Sortformer Transformer's) on CUDA against the CPU kernel, through the GEMM path with
+// all items in one chunk and with one item per chunk, and with out over q. Tolerances as rel_pos_attention's.
+struct PlainCase {
+  const char* name;
+  int64_t batch, steps, heads, dk;
+  std::vector<int64_t> lengths;
+};
+
+std::vector<float> plain_on_gpu(const PlainCase& c, const Tensor& q, const Tensor& k, const Tensor& v, DType dt,
+                                bool alias) {
+  Context gpu = Context::cuda(0);
+  Tensor dq = to_context(gpu, q, dt), dk = to_context(gpu, k, dt), dv = to_context(gpu, v, dt);
+  Tensor out = alias ? dq : gpu.scratch(q.shape(), dt);
+  self_attention(gpu, dq, dk, dv, c.heads, c.lengths, out);
+  return download(gpu, out);
+}
+
+TEST(SelfAttentionCuda, MatchesCpuInEveryDtypeChunkingAndAliasing) {
+  if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const std::vector<PlainCase> cases = {{"sortformer_heads", 3, 150, 8, 24, {150, 97, 1}},
+                                        {"odd_t_one_head", 2, 77, 1, 64, {77, 0}},
+                                        {"long", 1, 750, 8, 24, {750}}};
+  uint32_t seed = 7000;
+  for (const PlainCase& c : cases) {
+    const Shape shape = {c.batch, c.steps, c.heads * c.dk};
+    for (DType dt : {DType::kF32, DType::kF16, DType::kBF16}) {
+      const Tensor q = rounded(uniform(shape, seed++, -1, 1), dt), k = rounded(uniform(shape, seed++, -1, 1), dt),
+                   v = rounded(uniform(shape, seed++, -1, 1), dt);
+      Context cpu = Context::cpu(2);
+      Tensor want = Tensor::empty(shape);
+      self_attention(cpu, q, k, v, c.heads, c.lengths, want);
+      const int64_t one_item = c.heads * c.steps * ((c.steps + 7) / 8 * 8) * 4;
+      for (const int64_t budget : {int64_t{-1}, one_item}) {
+        ScopedScoreBudget scoped(budget);
+        SCOPED_TRACE(std::string(c.name) + " " + dtype_name(dt) + (budget < 0 ? " one chunk" : " item by item"));
+        EXPECT_TRUE(near(plain_on_gpu(c, q, k, v, dt, false), want.to_vector(), tolerance(dt)));
+        EXPECT_TRUE(near(plain_on_gpu(c, q, k, v, dt, true), want.to_vector(), tolerance(dt)));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace steno::ops
