@@ -14,7 +14,8 @@
 #   /tmp/steno/run.sh ops_cuda_test
 # run.sh puts the carried libraries and CUDA's on the library path, and links this checkout to the absolute path
 # the tests were built with (they find tests/data and models/ through it) when that path does not exist there,
-# and the packed build test data (converted nemo-tiny models and goldens) to the build directory's testdata/.
+# and the packed build test data (converted nemo-tiny and sortformer-tiny models and goldens) to the build
+# directory's testdata/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -42,7 +43,14 @@ cp "${programs[@]}" "$stage/bin/"
 if [ ! -f "$build/testdata/golden-nemo25/golden.safetensors" ]; then
   tests/engine/prepare_nemo_tiny.sh "${PYTHON:-/usr/bin/python3}" "$root" "$build/testdata" >/dev/null
 fi
-cp -r "$build/testdata" "$stage/testdata"
+# The diarization tests read the converted sortformer-tiny models and golden set the same way.
+if [ ! -f "$build/testdata/golden-sortformer-tiny/golden.safetensors" ]; then
+  tests/diar/prepare_sortformer_tiny.sh "${PYTHON:-/usr/bin/python3}" "$root" "$build/testdata" >/dev/null
+fi
+# STENO_GPU_TESTDATA names the testdata/ entries to pack (default: all of them) when the call's size is tight.
+mkdir -p "$stage/testdata"
+read -r -a testdata <<< "${STENO_GPU_TESTDATA:-$(ls "$build/testdata")}"
+for d in "${testdata[@]}"; do cp -r "$build/testdata/$d" "$stage/testdata/"; done
 build_abs=$(cd "$build" && pwd)
 
 # Libraries the GPU machine provides itself: the C and C++ runtimes and the CUDA toolkit's.

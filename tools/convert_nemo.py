@@ -76,6 +76,13 @@ def preprocessor_config(p, sr, frontend_version):
     for key, ok in (("log", True), ("frame_splicing", 1), ("exact_pad", False), ("log_zero_guard_type", "add")):
         if key in p and p[key] != ok:
             raise ConvertError(f"unsupported preprocessor.{key}={p[key]!r} (need {ok!r})")
+    # NeMo's normalize_batch normalises for per_feature/all_features and passes anything else it does not know
+    # through unchanged: Sortformer v2's "NA" (like None) means no normalisation.
+    normalize = p.get("normalize", "per_feature")
+    if normalize in (None, "NA", "none", "None"):
+        normalize = "none"
+    elif normalize not in ("per_feature", "all_features"):
+        raise ConvertError(f"unsupported preprocessor.normalize={normalize!r}")
     guard = p.get("log_zero_guard_value", 2 ** -24)
     if isinstance(guard, str):
         raise ConvertError(f"unsupported preprocessor.log_zero_guard_value={guard!r}")
@@ -87,7 +94,7 @@ def preprocessor_config(p, sr, frontend_version):
         "window_stride": float(p.get("window_stride", 0.01)),
         "window": p.get("window", "hann"),
         "preemph": float(p.get("preemph", 0.97)),
-        "normalize": p.get("normalize", "per_feature"),
+        "normalize": normalize,
         "log_zero_guard_value": float(guard),
         "mag_power": float(p.get("mag_power", 2.0)),
         "lowfreq": float(p.get("lowfreq", 0.0) or 0.0),

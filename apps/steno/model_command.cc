@@ -1,10 +1,12 @@
-// `steno model info DIR` and
+// `steno model info DIR` (transcription and diarization models) and
 // `steno model random --like CONFIG_OR_DIR --out DIR [--token-rate R --calibrate-on FILE...]`.
 #include <cstdio>
 
 #include "commands.h"
 #include "steno/asr/random_model.h"
 #include "steno/audio/decode.h"
+#include "steno/core/error.h"
+#include "steno/diar/sortformer_tools.h"
 #include "steno/core/device.h"
 #include "steno/core/dtype.h"
 
@@ -52,10 +54,18 @@ Run add_model_command(CLI::App& app) {
                      "minutes for a 0.6b model)");
   return [opt, info, random]() -> int {
     if (info->parsed()) {
-      std::printf("%s\n", asr::describe_model(opt->dir).c_str());
+      const bool diarizer = asr::model_type_of(opt->dir) == "sortformer";
+      std::printf("%s\n", (diarizer ? diar::describe_sortformer(opt->dir) : asr::describe_model(opt->dir)).c_str());
       return 0;
     }
     if (random->parsed()) {
+      if (asr::model_type_of(opt->like) == "sortformer") {
+        STENO_CHECK(opt->calibration_audio.empty(), "--token-rate and --calibrate-on apply to ASR models only");
+        diar::write_random_sortformer(diar::load_sortformer_like(opt->like), opt->out, opt->seed,
+                                      parse_dtype(opt->dtype));
+        std::printf("%s\n", diar::describe_sortformer(opt->out).c_str());
+        return 0;
+      }
       const asr::ModelTemplate like = asr::load_model_like(opt->like);
       asr::write_random_model(like.config, opt->out, opt->seed, parse_dtype(opt->dtype), like.tokenizer);
       if (!opt->calibration_audio.empty()) {

@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "steno/asr/weight_store.h"
+#if STENO_HAVE_CUDA
+#include "asr/cuda/cuda_features.h"
+#endif
 #include "steno/core/cuda.h"
 #include "steno/diar/sortformer_weights.h"
 #include "steno/ops/activation.h"
@@ -76,6 +80,9 @@ std::shared_ptr<const SortformerModel> SortformerModel::load(const std::string& 
     ops::Context upload = ops::Context::cuda(overrides.device.index);
     m->encoder_ = std::make_unique<asr::ConformerEncoder>(m->encoder_->to_device(upload, overrides.dtype));
     m->transformer_ = std::make_unique<TransformerEncoder>(m->transformer_->to_device(upload, overrides.dtype));
+#if STENO_HAVE_CUDA
+    m->cuda_features_ = std::make_shared<asr::CudaFeatureExtractor>(*m->features_, upload);
+#endif
     Allocator& alloc = steno::cuda::weight_allocator(overrides.device.index);
     head.for_each_weight([&](Tensor& t) {
       if (t.defined()) t = ops::place(upload, t, overrides.dtype, alloc);
@@ -109,19 +116,37 @@ SortformerOutput SortformerModel::forward(ops::Context& ctx, const std::vector<s
   const bool keep_intermediates = options.keep_intermediates;
   STENO_CHECK(!clips.empty(), "diarizer: no clips");
   SortformerOutput out;
-  // Peak normalisation per clip (NeMo: per batch; streaming-mode models: none).
-  std::vector<std::vector<float>> scaled(clips.size());
-  std::vector<std::span<const float>> inputs(clips.size());
-  for (size_t i = 0; i < clips.size(); ++i) {
-    const float s = config_.streaming_mode || options.skip_peak_normalisation ? 1.0f : peak_scale(clips[i]);
-    out.peak_scales.push_back(s);
-    scaled[i].resize(clips[i].size());
-    std::transform(clips[i].begin(), clips[i].end(), scaled[i].begin(), [s](float v) { return s * v; });
-    inputs[i] = scaled[i];
+  // Peak normalisation per clip (NeMo: per batch; streaming-mode models: none): on CUDA inside the front end, on
+  // the CPU into scaled copies.
+  const bool normalise = !config_.streaming_mode && !options.skip_peak_normalisation;
+  asr::Features features;
+#if STENO_HAVE_CUDA
+  if (cuda_features_) {
+    Tensor gains;
+    features = cuda_features_->compute(ctx, clips, normalise ? std::optional<float>(kPeakEps) : std::nullopt, &gains);
+    if (normalise && keep_intermediates) {
+      Tensor host = Tensor::empty(gains.shape());
+      ops::copy(ctx, gains, host);
+      ctx.synchronize();
+      out.peak_scales = host.to_vector();
+    }
   }
-  asr::Features features = features_->compute(ctx, inputs);
-  scaled.clear();
-  const Tensor feats = ops::to_context(ctx, features.values, dtype());
+#endif
+  if (!features.values.defined()) {
+    std::vector<std::vector<float>> scaled(clips.size());
+    std::vector<std::span<const float>> inputs(clips.begin(), clips.end());
+    for (size_t i = 0; normalise && i < clips.size(); ++i) {
+      const float s = peak_scale(clips[i]);
+      out.peak_scales.push_back(s);
+      scaled[i].resize(clips[i].size());
+      std::transform(clips[i].begin(), clips[i].end(), scaled[i].begin(), [s](float v) { return s * v; });
+      inputs[i] = scaled[i];
+    }
+    features = features_->compute(ctx, inputs);
+  }
+  if (!normalise) out.peak_scales.assign(clips.size(), 1.0f);
+  const Tensor feats =
+      features.values.dtype() == dtype() ? features.values : ops::to_context(ctx, features.values, dtype());
   asr::EncoderOutput enc = encoder_->forward(ctx, feats, features.lengths, keep_intermediates);
 
   Tensor x = enc.encoded;

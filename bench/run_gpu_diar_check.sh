@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The diarizer on the GPU machine, in one command: the CUDA tests of its ops and engine (f32 against the CPU
+# within 1e-5 with identical RTTM, f16/bf16 within the ASR engine's tolerances; the v2 front end without
+# normalisation), then diar_bench at the v2 shapes (random weights from configs/sortformer-4spk-v2.json) in bf16
+# and f32. Results go to $OUT (or the first
+# argument): h200-diar-bench-{bf16,f32}.json, h200-diar-machine.txt and logs/.
+#
+# Built here and carried by
+#   STENO_GPU_PROGRAMS="ops_cuda_test asr_cuda_test diar_cuda_test diar_bench" \
+#     STENO_GPU_TESTDATA=sortformer-tiny-callhome \
+#     scripts/package-gpu.sh
+# and run there from the repository root:
+#   mkdir -p /tmp/steno && tar xf gpu-pkg/steno-gpu.tar.xz -C /tmp/steno && bench/run_gpu_diar_check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-${OUT:-/tmp/steno-diar-out}}
+pkg=${STENO_PKG:-/tmp/steno}
+mkdir -p "$out/logs"
+status=0
+run() {  # run NAME LIMIT_S PROGRAM ARGS...: output to logs/NAME.log, tail echoed
+  local name=$1 limit=$2
+  shift 2
+  echo "== $name"
+  timeout --kill-after=10 "$limit" "$pkg/run.sh" "$@" >"$out/logs/$name.log" 2>&1 || { echo "$name FAILED"; status=1; }
+  grep -E "PASSED|FAILED|measured|BM_|error" "$out/logs/$name.log" | tail -20
+}
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; nproc; date -u; } \
+  >"$out/h200-diar-machine.txt" 2>&1
+run features 120 asr_cuda_test --gtest_filter="*CudaFeatures*"
+run ops 120 ops_cuda_test --gtest_filter='*Sigmoid*:*SelfAttention*'
+run engine 180 diar_cuda_test
+for dt in bf16 f32; do
+  run "bench-$dt" 240 diar_bench --like=configs/sortformer-4spk-v2.json --device=cuda --dtype=$dt \
+    --benchmark_repetitions=5 \
+    --benchmark_report_aggregates_only=true --benchmark_out="$out/h200-diar-bench-$dt.json" \
+    --benchmark_out_format=json
+done
+exit $status
