@@ -229,6 +229,8 @@ Loss WorkerSupervisor::lose(int i, RestartReason reason, const std::string& why,
     w.live_pid = 0;
     victim = std::exchange(w.group_victim, false);
   }
+  // Counted down before a waiting group restart can see it gone: its recovery then finds no worker counted up.
+  if (metrics_) metrics_->worker_down();
   notify_down();
   if (victim)
     reason = RestartReason::kGroup;
@@ -236,10 +238,7 @@ Loss WorkerSupervisor::lose(int i, RestartReason reason, const std::string& why,
     reason = RestartReason::kSignal;
   spdlog::error("worker {} (pid {}) lost ({}): {}; it ended with {}; {}", i, pid, restart_reason_name(reason), why,
                 status.str(), batch_size > 0 ? fmt::format("replaying its batch of {}", batch_size) : "it was idle");
-  if (metrics_) {
-    metrics_->worker_down();
-    metrics_->worker_restarted(reason);
-  }
+  if (metrics_) metrics_->worker_restarted(reason);
   w.process.reset();
   if (config_.restart_group_on_fault && !victim) restart_group(i);
   return victim ? Loss::kGroup : Loss::kFault;
@@ -270,9 +269,9 @@ void WorkerSupervisor::stop(int i) {
     status = w.process->stop(kStopGrace);
     w.live_pid = 0;
   }
+  if (metrics_) metrics_->worker_down();
   notify_down();
   spdlog::info("worker {} (pid {}) stopped: {}", i, w.process->pid(), status.str());
-  if (metrics_) metrics_->worker_down();
   w.process.reset();
 }
 
