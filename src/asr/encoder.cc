@@ -278,17 +278,36 @@ void ConformerEncoder::run_layer(ops::Context& ctx, const Layer& L, Tensor& x, c
 
 EncoderOutput ConformerEncoder::forward(ops::Context& ctx, const Tensor& features,
                                         const std::vector<int64_t>& lengths, bool keep_layer_outputs) const {
+  std::vector<int64_t> sub_lengths = lengths;
+  const Tensor x = pre_encode(ctx, features, sub_lengths);
+  EncoderOutput out = encode(ctx, x, sub_lengths, keep_layer_outputs);
+  if (keep_layer_outputs) out.pre_encode = ops::clone(ctx, x);
+  return out;
+}
+
+Tensor ConformerEncoder::pre_encode(ops::Context& ctx, const Tensor& features, std::vector<int64_t>& lengths) const {
   STENO_CHECK(features.rank() == 3 && features.dim(2) == config_.feat_in,
               "encoder: features must be [B, frames, {}], got {}", config_.feat_in, shape_str(features.shape()));
   STENO_CHECK(static_cast<int64_t>(lengths.size()) == features.dim(0), "encoder: {} lengths for a batch of {}",
               lengths.size(), features.dim(0));
-  EncoderOutput out;
-  out.lengths = lengths;
   STENO_CHECK(features.device() == device() && features.dtype() == dtype(),
               "encoder: features are {} but the encoder runs on {} in {}", features.str(), device().str(),
               dtype_name(dtype()));
-  Tensor x = subsample(ctx, features, out.lengths);
-  if (keep_layer_outputs) out.pre_encode = ops::clone(ctx, x);
+  return subsample(ctx, features, lengths);
+}
+
+EncoderOutput ConformerEncoder::encode(ops::Context& ctx, const Tensor& embeddings,
+                                       const std::vector<int64_t>& lengths, bool keep_layer_outputs) const {
+  STENO_CHECK(embeddings.rank() == 3 && embeddings.dim(2) == config_.d_model,
+              "encoder: embeddings must be [B, T, {}], got {}", config_.d_model, shape_str(embeddings.shape()));
+  STENO_CHECK(static_cast<int64_t>(lengths.size()) == embeddings.dim(0), "encoder: {} lengths for a batch of {}",
+              lengths.size(), embeddings.dim(0));
+  STENO_CHECK(embeddings.device() == device() && embeddings.dtype() == dtype(),
+              "encoder: embeddings are {} but the encoder runs on {} in {}", embeddings.str(), device().str(),
+              dtype_name(dtype()));
+  EncoderOutput out;
+  out.lengths = lengths;
+  Tensor x = ops::clone(ctx, embeddings);  // scaled and rewritten in place below; the caller keeps its copy
   if (config_.xscaling) ops::scale(ctx, x, std::sqrt(static_cast<float>(config_.d_model)));
 
   // On CUDA the layers run on frames padded to a multiple of 8 (zeros past every item's length, as batch padding

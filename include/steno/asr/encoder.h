@@ -46,9 +46,17 @@ class ConformerEncoder {
   int64_t output_length(int64_t feature_frames) const;
 
   // features [B, F, feat_in] (time-major, zero past each length) on the encoder's device in its dtype ->
-  // EncoderOutput in the same place.
+  // EncoderOutput in the same place: pre_encode() then encode().
   EncoderOutput forward(ops::Context& ctx, const Tensor& features, const std::vector<int64_t>& lengths,
                         bool keep_layer_outputs = false) const;
+
+  // The two halves of forward(), for callers that keep subsampled frames and encode them again in other company
+  // (Sortformer's streaming speaker cache; NeMo's bypass_pre_encode): the dw_striding subsampling, features ->
+  // embeddings [B, T, d_model] (lengths updated in place); then xscaling and the Conformer layers over embeddings
+  // [B, T, d_model] with `lengths` valid frames each.
+  Tensor pre_encode(ops::Context& ctx, const Tensor& features, std::vector<int64_t>& lengths) const;
+  EncoderOutput encode(ops::Context& ctx, const Tensor& embeddings, const std::vector<int64_t>& lengths,
+                       bool keep_layer_outputs = false) const;
 
   // The relative positional table NeMo builds for relative positions R..-R: [2R+1, d_model].
   static Tensor relative_positions(int64_t max_relative, int d_model);
