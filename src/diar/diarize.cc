@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include "steno/core/error.h"
 
@@ -17,25 +18,42 @@ std::vector<int> Diarization::active_speakers() const {
   return out;
 }
 
+Diarization diarization_from_probs(std::vector<float> probs, int64_t frames, double audio_seconds,
+                                   const SortformerModel& model, const PostProcessingParams& params) {
+  const int spk = model.num_speakers();
+  STENO_CHECK(static_cast<int64_t>(probs.size()) == frames * spk, "diarization: {} probabilities for {} x {}",
+              probs.size(), frames, spk);
+  Diarization d;
+  d.frames = frames;
+  d.num_speakers = spk;
+  d.audio_seconds = audio_seconds;
+  d.probs = std::move(probs);
+  d.segments = in_time_order(
+      speaker_segments(d.probs, d.frames, spk, model.config().encoder.subsampling_factor, params));
+  return d;
+}
+
 std::vector<Diarization> diarize(const SortformerModel& model, ops::Context& ctx,
                                  const std::vector<std::span<const float>>& clips,
                                  const PostProcessingParams& params) {
   params.validate();
   const SortformerOutput out = model.forward(ctx, clips);
-  const int spk = model.num_speakers(), unit = model.config().encoder.subsampling_factor;
+  const int spk = model.num_speakers();
   const int64_t t = out.probs.dim(1);
   const float* p = out.probs.data<float>();
-  std::vector<Diarization> result(clips.size());
-  for (size_t b = 0; b < clips.size(); ++b) {
-    Diarization& d = result[b];
-    d.frames = out.lengths[b];
-    d.num_speakers = spk;
-    d.audio_seconds = static_cast<double>(clips[b].size()) / model.sample_rate();
-    d.probs.assign(p + b * t * spk, p + (b * t + d.frames) * spk);
-    d.segments = in_time_order(speaker_segments(d.probs, d.frames, spk, unit, params));
-  }
+  std::vector<Diarization> result;
+  for (size_t b = 0; b < clips.size(); ++b)
+    result.push_back(diarization_from_probs(std::vector<float>(p + b * t * spk, p + (b * t + out.lengths[b]) * spk),
+                                            out.lengths[b], static_cast<double>(clips[b].size()) / model.sample_rate(),
+                                            model, params));
   return result;
 }
+
+namespace {
+// Seconds rounded to the millisecond, as RTTM writes them: segment edges come from f32 frame arithmetic, and
+// 0.07999999821186066 says nothing 0.08 does not.
+double milliseconds(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
+}  // namespace
 
 std::string speaker_label(int speaker) { return fmt::format("speaker_{}", speaker); }
 
@@ -55,7 +73,8 @@ nlohmann::ordered_json to_json(const Diarization& d) {
   oj speakers = oj::array(), segments = oj::array();
   for (const int s : d.active_speakers()) speakers.push_back(speaker_label(s));
   for (const SpeakerSegment& s : d.segments)
-    segments.push_back(oj{{"speaker", speaker_label(s.speaker)}, {"start", s.start}, {"end", s.end}});
+    segments.push_back(oj{{"speaker", speaker_label(s.speaker)}, {"start", milliseconds(s.start)},
+                          {"end", milliseconds(s.end)}});
   return oj{{"duration", d.audio_seconds}, {"speakers", speakers}, {"segments", segments}};
 }
 

@@ -111,53 +111,70 @@ Tensor SortformerModel::speaker_logits(ops::Context& ctx, const Tensor& x) const
   return logits;
 }
 
+asr::Features SortformerModel::compute_features(ops::Context& ctx, const std::vector<std::span<const float>>& clips,
+                                                bool peak_normalise, std::vector<float>* scales) const {
+  // Peak normalisation per clip (NeMo: per batch): on CUDA inside the front end, on the CPU into scaled copies.
+#if STENO_HAVE_CUDA
+  if (cuda_features_) {
+    Tensor gains;
+    asr::Features features =
+        cuda_features_->compute(ctx, clips, peak_normalise ? std::optional<float>(kPeakEps) : std::nullopt, &gains);
+    if (peak_normalise && scales) {
+      Tensor host = Tensor::empty(gains.shape());
+      ops::copy(ctx, gains, host);
+      ctx.synchronize();
+      *scales = host.to_vector();
+    }
+    return features;
+  }
+#endif
+  if (!peak_normalise) return features_->compute(ctx, clips);
+  std::vector<std::vector<float>> scaled(clips.size());
+  std::vector<std::span<const float>> inputs(clips.size());
+  if (scales) scales->clear();
+  for (size_t i = 0; i < clips.size(); ++i) {
+    const float s = peak_scale(clips[i]);
+    if (scales) scales->push_back(s);
+    scaled[i].resize(clips[i].size());
+    std::transform(clips[i].begin(), clips[i].end(), scaled[i].begin(), [s](float v) { return s * v; });
+    inputs[i] = scaled[i];
+  }
+  return features_->compute(ctx, inputs);
+}
+
+Tensor SortformerModel::speaker_probabilities(ops::Context& ctx, const Tensor& encoded,
+                                              const std::vector<int64_t>& lengths, SortformerOutput* kept) const {
+  Tensor x = encoded;
+  if (head_->proj_w.defined()) {
+    x = ctx.scratch({encoded.dim(0), encoded.dim(1), config_.sortformer_modules.tf_d_model}, dtype());
+    ops::linear(ctx, encoded, head_->proj_w, head_->proj_b, x);
+  }
+  const Tensor y = transformer_->forward(ctx, x, lengths);
+  const Tensor logits = speaker_logits(ctx, y);
+  Tensor probs = ctx.scratch(logits.shape(), logits.dtype());
+  ops::sigmoid(ctx, logits, probs);
+  if (kept) {
+    kept->projected = x;
+    kept->transformer = y;
+    kept->logits = logits;
+  }
+  return probs;
+}
+
 SortformerOutput SortformerModel::forward(ops::Context& ctx, const std::vector<std::span<const float>>& clips,
                                           const ForwardOptions& options) const {
   const bool keep_intermediates = options.keep_intermediates;
   STENO_CHECK(!clips.empty(), "diarizer: no clips");
   SortformerOutput out;
-  // Peak normalisation per clip (NeMo: per batch; streaming-mode models: none): on CUDA inside the front end, on
-  // the CPU into scaled copies.
+  // Streaming-mode models take their input as it is (NeMo's process_signal).
   const bool normalise = !config_.streaming_mode && !options.skip_peak_normalisation;
-  asr::Features features;
-#if STENO_HAVE_CUDA
-  if (cuda_features_) {
-    Tensor gains;
-    features = cuda_features_->compute(ctx, clips, normalise ? std::optional<float>(kPeakEps) : std::nullopt, &gains);
-    if (normalise && keep_intermediates) {
-      Tensor host = Tensor::empty(gains.shape());
-      ops::copy(ctx, gains, host);
-      ctx.synchronize();
-      out.peak_scales = host.to_vector();
-    }
-  }
-#endif
-  if (!features.values.defined()) {
-    std::vector<std::vector<float>> scaled(clips.size());
-    std::vector<std::span<const float>> inputs(clips.begin(), clips.end());
-    for (size_t i = 0; normalise && i < clips.size(); ++i) {
-      const float s = peak_scale(clips[i]);
-      out.peak_scales.push_back(s);
-      scaled[i].resize(clips[i].size());
-      std::transform(clips[i].begin(), clips[i].end(), scaled[i].begin(), [s](float v) { return s * v; });
-      inputs[i] = scaled[i];
-    }
-    features = features_->compute(ctx, inputs);
-  }
-  if (!normalise) out.peak_scales.assign(clips.size(), 1.0f);
+  asr::Features features =
+      compute_features(ctx, clips, normalise, keep_intermediates ? &out.peak_scales : nullptr);
+  if (!normalise && keep_intermediates) out.peak_scales.assign(clips.size(), 1.0f);
   const Tensor feats =
       features.values.dtype() == dtype() ? features.values : ops::to_context(ctx, features.values, dtype());
   asr::EncoderOutput enc = encoder_->forward(ctx, feats, features.lengths, keep_intermediates);
-
-  Tensor x = enc.encoded;
-  if (head_->proj_w.defined()) {
-    x = ctx.scratch({enc.encoded.dim(0), enc.encoded.dim(1), config_.sortformer_modules.tf_d_model}, dtype());
-    ops::linear(ctx, enc.encoded, head_->proj_w, head_->proj_b, x);
-  }
-  const Tensor y = transformer_->forward(ctx, x, enc.lengths);
-  const Tensor logits = speaker_logits(ctx, y);
-  Tensor probs = ctx.scratch(logits.shape(), logits.dtype());
-  ops::sigmoid(ctx, logits, probs);
+  const Tensor probs = speaker_probabilities(ctx, enc.encoded, enc.lengths, keep_intermediates ? &out : nullptr);
   out.probs = ops::to_context(ctx, probs, DType::kF32);
   if (!ctx.device().is_cpu()) {
     Tensor host = Tensor::empty(out.probs.shape());
@@ -173,9 +190,6 @@ SortformerOutput SortformerModel::forward(ops::Context& ctx, const std::vector<s
   out.lengths = enc.lengths;
   if (keep_intermediates) {
     out.features = std::move(features);
-    out.projected = x;
-    out.transformer = y;
-    out.logits = logits;
     out.encoder = std::move(enc);
   }
   return out;

@@ -12,6 +12,8 @@
 
 #include "cli_util.h"
 #include "golden.h"
+#include "steno/diar/diarize.h"
+#include "steno/diar/segments.h"
 
 namespace steno::testing {
 namespace {
@@ -86,6 +88,44 @@ TEST(DiarizeCli, JsonListsSegmentsInTimeOrderAndTheSettingsUsed) {
   EXPECT_EQ(lines, golden_lines(1));  // the options reproduce the CALLHOME post-processing
   EXPECT_FALSE(f["speakers"].empty());
   EXPECT_GT(doc["summary"]["rtfx"].get<double>(), 0.0);
+}
+
+// --streaming with the parameters of a streaming golden set: NeMo's streaming probabilities, post-processed.
+TEST(DiarizeCli, StreamingGivesTheSegmentsOfNeMosStreamingProbabilities) {
+  const GoldenSet golden((kPrepared / "golden-sortformer-tiny-streaming").string());
+  const nlohmann::json& cfg = golden.meta()["configs"]["small"];
+  std::string params;
+  for (const char* f : {"chunk_len", "chunk_left_context", "chunk_right_context", "fifo_len",
+                        "spkcache_update_period", "spkcache_len"})
+    params += fmt::format(" --streaming-param {}={}", f, cfg[f].get<int>());
+  int code = 0;
+  const std::string diarizer = (kPrepared / "sortformer-tiny").string();
+  const std::string out = steno("diarize --diarizer " + diarizer + params + " " + (kRef / "conv2.wav").string(), &code);
+  ASSERT_EQ(code, 0) << out;
+  const std::vector<float> probs = golden.floats("small.clip2.preds");
+  std::multiset<std::string> want;
+  for (const diar::SpeakerSegment& s : diar::speaker_segments(probs, static_cast<int64_t>(probs.size() / 4), 4, 8, {}))
+    want.insert(fmt::format("{:.3f} {:.3f} {}", s.start, s.end, diar::speaker_label(s.speaker)));
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(rttm_as_lines(out, "conv2"), want);
+
+  // The JSON names the operating point; an unknown preset and a bad parameter are refused by name.
+  // (--log-level error: the tiny model's per-feature front end draws a warning that would join the JSON here)
+  const std::string json = steno("--log-level error diarize -f json --streaming 1.04s --diarizer " + diarizer + " " +
+                                     (kRef / "conv0.wav").string(),
+                                 &code);
+  ASSERT_EQ(code, 0) << json;
+  const nlohmann::json doc = nlohmann::json::parse(json);
+  EXPECT_EQ(doc["streaming"]["preset"], "1.04s");
+  EXPECT_DOUBLE_EQ(doc["streaming"]["latency_seconds"].get<double>(), 1.04);
+  EXPECT_GT(doc["streaming"]["chunks"].get<int>(), 5);
+  std::string bad = steno("diarize --streaming 2s --diarizer " + diarizer + " " + (kRef / "conv0.wav").string(), &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(bad.find("1.04s"), std::string::npos) << bad;
+  bad = steno("diarize --streaming-param fifo_len=-1 --diarizer " + diarizer + " " + (kRef / "conv0.wav").string(),
+              &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(bad.find("fifo_len"), std::string::npos) << bad;
 }
 
 TEST(DiarizeCli, ABadFileFailsAloneAndBadOptionsAreRefused) {

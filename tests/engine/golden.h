@@ -33,6 +33,7 @@ class GoldenSet {
   std::vector<int64_t> ints(const std::string& key) const;
   std::vector<int> ints32(const std::string& key) const;
   std::string text(const std::string& key) const;  // golden.json "texts"
+  const nlohmann::json& meta() const { return json_.at("meta"); }  // golden.json "meta"
   int num_clips() const;
   const std::vector<float>& clip(int i) const { return clips_.at(i); }
 

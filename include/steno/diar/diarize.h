@@ -27,6 +27,11 @@ std::vector<Diarization> diarize(const SortformerModel& model, ops::Context& ctx
                                  const std::vector<std::span<const float>>& clips,
                                  const PostProcessingParams& params);
 
+// One clip's result from its speaker probabilities [frames, num_speakers] (offline or streaming): NeMo's
+// post-processing per speaker.
+Diarization diarization_from_probs(std::vector<float> probs, int64_t frames, double audio_seconds,
+                                   const SortformerModel& model, const PostProcessingParams& params);
+
 // "speaker_0", ...: how NeMo and steno name a model output.
 std::string speaker_label(int speaker);
 
@@ -34,7 +39,8 @@ std::string speaker_label(int speaker);
 // decimals, one line per segment in time order. `file_id` must not contain whitespace (kInvalidArgument).
 std::string to_rttm(const std::string& file_id, const Diarization& d);
 
-// {"duration", "speakers": [labels of active speakers], "segments": [{"speaker", "start", "end"}]}.
+// {"duration", "speakers": [labels of active speakers], "segments": [{"speaker", "start", "end"}]}, segment
+// times in seconds rounded to the millisecond.
 nlohmann::ordered_json to_json(const Diarization& d);
 
 }  // namespace steno::diar

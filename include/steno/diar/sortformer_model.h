@@ -36,7 +36,7 @@ struct SortformerOutput {
   Tensor probs;                  // [B, T, speakers] f32 on the CPU: speaker probabilities; zero past each length
   std::vector<int64_t> lengths;  // valid frames per clip
   // Filled when asked for (tests, debugging):
-  std::vector<float> peak_scales;  // the factor each clip was multiplied by (1 for streaming-mode models)
+  std::vector<float> peak_scales;  // the factor each clip was multiplied by (1 when not normalised)
   asr::Features features;          // [B, frames, mels]
   asr::EncoderOutput encoder;      // encoded [B, T, d_model] (+ pre_encode, layer outputs)
   Tensor projected;                // [B, T, tf_d_model], after encoder_proj (= encoded without one)
@@ -74,6 +74,16 @@ class SortformerModel {
   SortformerOutput forward(ops::Context& ctx, const std::vector<std::span<const float>>& clips,
                            const ForwardOptions& options = {}) const;
 
+  // The parts of forward(), for the streaming path (streaming.h):
+  // The log-mel features of clips on the model's device (f32), peak-normalised per clip when asked (the factors
+  // into `scales` when not null).
+  asr::Features compute_features(ops::Context& ctx, const std::vector<std::span<const float>>& clips,
+                                 bool peak_normalise, std::vector<float>* scales = nullptr) const;
+  // Encoder outputs [B, T, d_model] (lengths valid frames each) -> speaker probabilities [B, T, speakers] on the
+  // model's device in its dtype: encoder_proj, the Transformer, the speaker head, the sigmoid. `kept` (optional)
+  // receives projected, transformer and logits.
+  Tensor speaker_probabilities(ops::Context& ctx, const Tensor& encoded, const std::vector<int64_t>& lengths,
+                               SortformerOutput* kept = nullptr) const;
   // The speaker head on Transformer outputs x [B, T, tf_d_model]: relu, first_hidden_to_hidden, relu,
   // single_hidden_to_spks -> logits [B, T, speakers] (on x's device, in its dtype).
   Tensor speaker_logits(ops::Context& ctx, const Tensor& x) const;

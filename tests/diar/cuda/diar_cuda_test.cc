@@ -15,6 +15,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "golden.h"
 #include "steno/audio/decode.h"
@@ -22,6 +24,7 @@
 #include "steno/diar/diarize.h"
 #include "steno/diar/sortformer_model.h"
 #include "steno/diar/sortformer_tools.h"
+#include "steno/diar/streaming.h"
 #include "steno/ops/copy.h"
 
 namespace steno::diar {
@@ -135,6 +138,60 @@ TEST_P(DiarCuda, TheV2LayoutMatchesTheCpu) {
   print("v2 layout", dt, e);
   EXPECT_LE(e.probs, encoder_tolerance(dt));
   if (dt == DType::kF32) EXPECT_TRUE(e.same_rttm);
+}
+
+// A copy of a model directory with the front end's normalisation switched off: chunk-wise features.
+fs::path unnormalised_copy(const fs::path& src) {
+  const fs::path dir = fs::temp_directory_path() / ("steno_diar_cuda_nonorm_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(src / "model.safetensors", dir / "model.safetensors", fs::copy_options::overwrite_existing);
+  std::ifstream in(src / "config.json");
+  nlohmann::ordered_json cfg = nlohmann::ordered_json::parse(in);
+  cfg["preprocessor"]["normalize"] = "none";
+  std::ofstream(dir / "config.json") << cfg.dump(1);
+  return dir;
+}
+
+// Streaming on the device against streaming on the CPU, with the streaming golden set's "small" parameters (the
+// FIFO and several cache compressions per clip): the tiny model as it is (features of the whole recording) and
+// without normalisation (features chunk by chunk, sliced on the device). f32 is held to the fidelity tolerance
+// with identical segments; 16-bit results are printed (the cache's choices are discrete, so small differences
+// can move a frame in or out of it).
+TEST_P(DiarCuda, StreamingMatchesTheCpu) {
+  const DType dt = GetParam();
+  const fs::path tiny = kPrepared / "sortformer-tiny";
+  const fs::path nonorm = unnormalised_copy(tiny);
+  for (const fs::path& dir : {tiny, nonorm}) {
+    const auto cpu_model = SortformerModel::load(dir.string());
+    const auto gpu_model = SortformerModel::load(dir.string(), {Device::cuda(0), dt});
+    SortformerModulesConfig params = cpu_model->config().sortformer_modules;
+    for (const char* a : {"chunk_len=12", "chunk_left_context=2", "chunk_right_context=3", "fifo_len=16",
+                          "spkcache_update_period=14", "spkcache_len=32"})
+      set_streaming_parameter(params, a);
+    ops::Context cpu = ops::Context::cpu(2);
+    ops::Context gpu = ops::Context::cuda(0);
+    double worst = 0;
+    bool same_rttm = true;
+    for (const std::vector<float>& clip : conversations()) {
+      const StreamingDiarization want = diarize_streaming(*cpu_model, cpu, clip, params);
+      const StreamingDiarization got = diarize_streaming(*gpu_model, gpu, clip, params, {}, 0.37);
+      ASSERT_EQ(got.frames, want.frames);
+      EXPECT_EQ(got.chunks, want.chunks);
+      worst = std::max(worst, testing::relative_max_error(got.probs, want.probs));
+      const int spk = cpu_model->num_speakers();
+      same_rttm = same_rttm && speaker_segments(got.probs, got.frames, spk, 8, {}) ==
+                                   speaker_segments(want.probs, want.frames, spk, 8, {});
+    }
+    const bool chunked = dir == nonorm;
+    std::printf("[ measured ] streaming %s, %s features: probabilities %.2g (relative), segments %s\n",
+                dtype_name(dt), chunked ? "chunk-wise" : "whole-recording", worst,
+                same_rttm ? "identical" : "differ");
+    if (dt == DType::kF32) {
+      EXPECT_LE(worst, 1e-4) << (chunked ? "chunk-wise" : "whole-recording");
+      EXPECT_TRUE(same_rttm);
+    }
+  }
+  fs::remove_all(nonorm);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, DiarCuda, ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
