@@ -1,4 +1,6 @@
 // `steno transcribe`: files in, transcripts out. Files are decoded, sorted by length and transcribed in batches.
+// With --diarize the diarizer runs over the same files and every word gets a speaker (diar/speaker_attribution.h):
+// the transcript comes out as speaker turns.
 #include <unistd.h>
 
 #include <algorithm>
@@ -6,13 +8,16 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 
 #include "audio_files.h"
 #include "commands.h"
 #include "compute_options.h"
+#include "diarizer_options.h"
 #include "steno/asr/transcriber.h"
 #include "steno/audio/decode.h"
 #include "steno/core/error.h"
+#include "steno/diar/speaker_attribution.h"
 
 namespace steno::cli {
 namespace {
@@ -25,23 +30,55 @@ struct TranscribeOptions {
   int local_attention = 0;
   double max_audio_seconds = 1200;
   std::vector<std::string> files;
+  bool diarize = false;
+  DiarizerOptions diarizer;
 };
 
 struct FileResult {
   asr::Transcript transcript;
   asr::StageTimings timings;  // of the batch the file was in
   size_t batch = 0;
+  // With --diarize:
+  std::vector<diar::SpeakerTurn> turns;
+  std::vector<int> speakers;  // active speakers of the diarization
+  double diarize_ms = 0;      // of the diarizer batch the file was in
 };
 
-nlohmann::json timed_json(const std::vector<asr::TimedText>& items) {
-  nlohmann::json out = nlohmann::json::array();
+nlohmann::ordered_json timed_json(const std::vector<asr::TimedText>& items) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const auto& w : items) out.push_back({{"text", w.text}, {"start", w.start}, {"end", w.end}});
   return out;
 }
 
-nlohmann::json result_json(const InputFile& f, const FileResult& r) {
+nlohmann::ordered_json speaker_words_json(const std::vector<diar::SpeakerTurn>& turns) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& turn : diar::turns_to_json(turns))
+    for (const auto& w : turn["words"]) out.push_back(w);
+  return out;
+}
+
+nlohmann::ordered_json result_json(const InputFile& f, const FileResult& r, bool diarized) {
   if (!f.error.empty()) return {{"file", f.path}, {"error", f.error}};
   const auto& t = r.timings;
+  if (diarized) {
+    nlohmann::ordered_json speakers = nlohmann::ordered_json::array();
+    for (const int s : r.speakers) speakers.push_back(diar::speaker_label(s));
+    return {{"file", f.path},
+            {"text", r.transcript.text},
+            {"warnings", f.warnings},
+            {"duration", r.transcript.audio_seconds},
+            {"speakers", speakers},
+            {"segments", diar::turns_to_json(r.turns)},
+            {"words", speaker_words_json(r.turns)},
+            {"batch", r.batch},
+            {"timings_ms",
+             {{"audio_decode", f.decode_ms},
+              {"features", t.features_ms},
+              {"encoder", t.encoder_ms},
+              {"decoder", t.decoder_ms},
+              {"detokenize", t.detokenize_ms},
+              {"diarize", r.diarize_ms}}}};
+  }
   return {{"file", f.path},
           {"text", r.transcript.text},
           {"warnings", f.warnings},
@@ -75,6 +112,13 @@ int run_transcribe(const TranscribeOptions& opt) {
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   asr::Transcriber transcriber(model, ctx);
+  std::optional<Diarizer> diarizer;
+  if (opt.diarize) {
+    diarizer.emplace(opt.diarizer, compute);
+    STENO_CHECK(diarizer->model().sample_rate() == model->sample_rate(),
+                "the diarizer takes {} Hz audio and the ASR model {} Hz", diarizer->model().sample_rate(),
+                model->sample_rate());
+  }
 
   audio::AudioLimits limits;
   limits.max_duration_s = opt.max_audio_seconds;
@@ -101,13 +145,37 @@ int run_transcribe(const TranscribeOptions& opt) {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
     show_progress(end, order.size(), audio_done, wall);
   }
+  // Who spoke: the diarizer over the same files, its probabilities joined with each transcript's words.
+  const size_t diar_batch = diarizer && diarizer->streaming() ? 1 : static_cast<size_t>(opt.batch_size);
+  for (size_t begin = 0; diarizer && begin < order.size(); begin += diar_batch) {
+    const size_t end = std::min(order.size(), begin + diar_batch);
+    std::vector<std::span<const float>> clips;
+    std::vector<std::string> labels;
+    for (size_t j = begin; j < end; ++j) {
+      clips.emplace_back(files[order[j]].samples);
+      labels.push_back(files[order[j]].path);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<diar::Diarization> d = diarizer->run(ctx, clips, labels);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    for (size_t j = begin; j < end; ++j) {
+      FileResult& r = results[order[j]];
+      const diar::Diarization& one = d[j - begin];
+      diar::AttributionParams ap;
+      ap.frame_seconds = diarizer->model().frame_seconds();
+      r.turns = diar::speaker_turns(
+          diar::attribute_words(r.transcript.words, one.probs, one.frames, one.num_speakers, ap), ap);
+      r.speakers = one.active_speakers();
+      r.diarize_ms = ms;
+    }
+  }
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
 
   const int failures = report_file_problems(files);
   if (opt.format == "json") {
-    nlohmann::json out = nlohmann::json::array();
-    for (size_t i = 0; i < files.size(); ++i) out.push_back(result_json(files[i], results[i]));
-    nlohmann::json doc = {{"model", model->directory()},
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < files.size(); ++i) out.push_back(result_json(files[i], results[i], opt.diarize));
+    nlohmann::ordered_json doc = {{"model", model->directory()},
                           {"files", out},
                           {"summary",
                            {{"audio_seconds", audio_done},
@@ -119,7 +187,14 @@ int run_transcribe(const TranscribeOptions& opt) {
                             {"dtype", dtype_name(dtype)},
                             {"batch_size", opt.batch_size},
                             {"failed", failures}}}};
+    if (diarizer) doc["diarization"] = diarizer->settings_json();
     std::printf("%s\n", doc.dump(2).c_str());
+  } else if (opt.diarize) {
+    for (size_t i = 0; i < files.size(); ++i) {
+      if (!files[i].error.empty()) continue;
+      if (files.size() > 1) std::printf("# %s\n", files[i].path.c_str());
+      std::fputs(diar::turns_to_text(results[i].turns).c_str(), stdout);
+    }
   } else {
     for (size_t i = 0; i < files.size(); ++i) {
       if (!files[i].error.empty()) continue;
@@ -147,6 +222,9 @@ Run add_transcribe_command(CLI::App& app) {
                   "e.g. 256 for long audio); 0 keeps the model's attention");
   cmd->add_option("--max-audio-seconds", opt->max_audio_seconds,
                   "Refuse files longer than this (full attention is quadratic in length)");
+  cmd->add_flag("--diarize", opt->diarize,
+                "Tag every word with its speaker and print speaker turns (NeMo's SpeakerTaggedASR rule)");
+  opt->diarizer.add_to(cmd);
   return [opt] { return run_transcribe(*opt); };
 }
 

@@ -128,6 +128,52 @@ TEST(DiarizeCli, StreamingGivesTheSegmentsOfNeMosStreamingProbabilities) {
   EXPECT_NE(bad.find("fifo_len"), std::string::npos) << bad;
 }
 
+// `steno transcribe --diarize`: the bundled ASR model's words, each with a speaker, grouped into turns that break
+// exactly where the speaker changes or a pause exceeds 1 s, and the same turns as text.
+TEST(DiarizeCli, TranscribeDiarizeTagsEveryWordAndGroupsTurns) {
+  int code = 0;
+  const std::string args = "--log-level error transcribe --diarize -m " +
+                           (fs::path(STENO_SOURCE_DIR) / "models/steno-tdt-small-en").string() + " --diarizer " +
+                           (kPrepared / "sortformer-tiny").string() + " " + (kRef / "conv2.wav").string();
+  const std::string out = steno(args + " -f json", &code);
+  ASSERT_EQ(code, 0) << out;
+  const nlohmann::json doc = nlohmann::json::parse(out);
+  const nlohmann::json& f = doc["files"][0];
+  ASSERT_GT(f["words"].size(), 10u) << out;
+  std::vector<std::string> texts;
+  for (const auto& w : f["words"]) {
+    EXPECT_EQ(w["speaker"].get<std::string>().rfind("speaker_", 0), 0u);
+    texts.push_back(w["text"]);
+  }
+  size_t word = 0;
+  for (size_t i = 0; i < f["segments"].size(); ++i) {
+    const nlohmann::json& seg = f["segments"][i];
+    std::string joined;
+    for (const auto& w : seg["words"]) {
+      EXPECT_EQ(w["speaker"], seg["speaker"]);
+      EXPECT_EQ(w["text"], texts.at(word++));
+      joined += (joined.empty() ? "" : " ") + w["text"].get<std::string>();
+    }
+    EXPECT_EQ(seg["text"], joined);
+    if (i > 0) {
+      const nlohmann::json& prev = f["segments"][i - 1];
+      EXPECT_TRUE(prev["speaker"] != seg["speaker"] ||
+                  seg["start"].get<double>() - prev["end"].get<double>() > 1.0)
+          << "turn " << i << " neither changes speaker nor follows a pause";
+    }
+  }
+  EXPECT_EQ(word, texts.size());  // every word is in exactly one turn
+  EXPECT_EQ(doc["diarization"]["diarizer"], (kPrepared / "sortformer-tiny").string());
+  EXPECT_GT(f["timings_ms"]["diarize"].get<double>(), 0.0);
+
+  const std::string text = steno(args, &code);
+  ASSERT_EQ(code, 0) << text;
+  std::istringstream lines(text);
+  size_t turns = 0;
+  for (std::string line; std::getline(lines, line); ++turns) EXPECT_EQ(line.rfind("speaker_", 0), 0u) << line;
+  EXPECT_EQ(turns, f["segments"].size());
+}
+
 TEST(DiarizeCli, ABadFileFailsAloneAndBadOptionsAreRefused) {
   const fs::path bad = fs::temp_directory_path() / ("steno_diarize_bad_" + std::to_string(getpid()) + ".wav");
   std::ofstream(bad) << "RIFF not really";
