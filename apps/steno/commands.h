@@ -11,6 +11,7 @@ using Run = std::function<int()>;
 
 Run add_transcribe_command(CLI::App& app);
 Run add_diarize_command(CLI::App& app);
+Run add_der_command(CLI::App& app);
 Run add_model_command(CLI::App& app);
 Run add_serve_command(CLI::App& app);
 Run add_worker_command(CLI::App& app);  // internal: a worker process of `steno serve`

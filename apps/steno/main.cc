@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
 
   const steno::cli::Run transcribe = steno::cli::add_transcribe_command(app);
   const steno::cli::Run diarize = steno::cli::add_diarize_command(app);
+  const steno::cli::Run der = steno::cli::add_der_command(app);
   const steno::cli::Run model = steno::cli::add_model_command(app);
   const steno::cli::Run serve = steno::cli::add_serve_command(app);
   const steno::cli::Run worker = steno::cli::add_worker_command(app);
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   try {
     if (app.got_subcommand("transcribe")) return transcribe();
     if (app.got_subcommand("diarize")) return diarize();
+    if (app.got_subcommand("der")) return der();
     if (app.got_subcommand("model")) return model();
     if (app.got_subcommand("serve")) return serve();
     if (app.got_subcommand("worker")) return worker();

@@ -174,6 +174,47 @@ TEST(DiarizeCli, TranscribeDiarizeTagsEveryWordAndGroupsTurns) {
   EXPECT_EQ(turns, f["segments"].size());
 }
 
+// `steno der`: a reference against itself scores 0; against steno diarize's RTTM, the JSON's totals are the sums
+// of its files'; a missing file and a malformed line fail with a message.
+TEST(DiarizeCli, DerScoresRttmFiles) {
+  const fs::path dir = fs::temp_directory_path() / ("steno_der_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  {
+    std::ofstream ref(dir / "ref.rttm");
+    for (const char* f : {"conv0.rttm", "conv1.rttm"}) ref << std::ifstream(kRef / f).rdbuf();
+  }
+  int code = 0;
+  std::string out = steno("der " + (dir / "ref.rttm").string() + " " + (dir / "ref.rttm").string(), &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("TOTAL                    DER   0.00 %"), std::string::npos) << out;
+
+  out = steno("diarize --diarizer " + (kPrepared / "sortformer-tiny").string() + " " + (kRef / "conv0.wav").string() +
+                  " " + (kRef / "conv1.wav").string() + " > " + (dir / "hyp.rttm").string(),
+              &code);
+  ASSERT_EQ(code, 0) << out;
+  out = steno("der -f json --collar 0.25 " + (dir / "ref.rttm").string() + " " + (dir / "hyp.rttm").string(), &code);
+  ASSERT_EQ(code, 0) << out;
+  const nlohmann::json doc = nlohmann::json::parse(out);
+  ASSERT_EQ(doc["files"].size(), 2u);
+  double missed = 0, speech = 0;
+  for (const auto& f : doc["files"]) {
+    missed += f["missed"].get<double>();
+    speech += f["reference_speech"].get<double>();
+  }
+  EXPECT_NEAR(doc["total"]["missed"].get<double>(), missed, 1e-9);
+  EXPECT_NEAR(doc["total"]["reference_speech"].get<double>(), speech, 1e-9);
+  EXPECT_GT(doc["total"]["der"].get<double>(), 0.0);  // a random-weight model is no diarizer
+
+  out = steno("der " + (dir / "nope.rttm").string() + " " + (dir / "ref.rttm").string(), &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("nope.rttm"), std::string::npos) << out;
+  std::ofstream(dir / "bad.rttm") << "SPEAKER conv0 1 zero 1.0 <NA> <NA> A <NA> <NA>\n";
+  out = steno("der " + (dir / "ref.rttm").string() + " " + (dir / "bad.rttm").string(), &code);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("bad.rttm:1"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
 TEST(DiarizeCli, ABadFileFailsAloneAndBadOptionsAreRefused) {
   const fs::path bad = fs::temp_directory_path() / ("steno_diarize_bad_" + std::to_string(getpid()) + ".wav");
   std::ofstream(bad) << "RIFF not really";
