@@ -41,6 +41,7 @@ class TrainDiarSmoke(unittest.TestCase):
                 yaml.safe_dump(y, f)
             out, pool = os.path.join(d, "ckpt"), os.path.join(d, "pool.npz")
             common = ["--config", config, "--out", out, "--pool", pool, "--jobs", "2", "--device", "cpu",
+                      "--synthesizers", "espeak",
                       "--eval-every", "2", "--val-count", "2"]
             self.assertEqual(train_diar.main(common), 0)
             self.assertTrue(os.path.exists(pool))
