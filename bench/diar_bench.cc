@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -28,6 +29,7 @@
 #include "steno/core/dtype.h"
 #include "steno/diar/sortformer_model.h"
 #include "steno/diar/sortformer_tools.h"
+#include "steno/ops/profiler.h"
 
 namespace steno {
 namespace {
@@ -111,6 +113,35 @@ void BM_Diarize(benchmark::State& state) {
   state.SetLabel(fmt::format("{} {} {}", settings().device.str(), dtype_name(settings().dtype),
                              fs::path(settings().model_dir).filename().string()));
 }
+
+// The same pass's time by op (steno/ops/profiler.h: CUDA events around every op; CUDA only): counters
+// op_<name>_ms and op_<name>_calls per pass. Events add a little time per op: this is for the breakdown.
+void BM_DiarizeOps(benchmark::State& state) {
+  const int batch = static_cast<int>(state.range(0));
+  const double seconds = static_cast<double>(state.range(1));
+  Loaded& l = loaded();
+  if (l.ctx->device().is_cpu()) {
+    state.SkipWithError("op timing needs a CUDA device");
+    return;
+  }
+  const std::vector<std::vector<float>> pcm = clips(batch, seconds);
+  const std::vector<std::span<const float>> spans(pcm.begin(), pcm.end());
+  l.model->forward(*l.ctx, spans);  // untimed warm-up
+  ops::OpProfiler profiler;
+  l.ctx->set_profiler(&profiler);
+  for (auto _ : state) benchmark::DoNotOptimize(l.model->forward(*l.ctx, spans).probs.data<float>());
+  l.ctx->set_profiler(nullptr);
+  const double passes = static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1));
+  double total = 0;
+  for (const auto& entry : profiler.summary()) {
+    state.counters["op_" + entry.op + "_ms"] = entry.ms / passes;
+    state.counters["op_" + entry.op + "_calls"] = static_cast<double>(entry.calls) / passes;
+    total += entry.ms / passes;
+  }
+  state.counters["ops_total_ms"] = total;
+}
+
+BENCHMARK(BM_DiarizeOps)->ArgNames({"clips", "seconds"})->Args({32, 60})->Iterations(3)->Unit(benchmark::kMillisecond);
 
 BENCHMARK(BM_Diarize)
     ->ArgNames({"clips", "seconds"})
