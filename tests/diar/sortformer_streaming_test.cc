@@ -149,6 +149,19 @@ TEST_F(SortformerStreaming, ChunkwiseFeaturesInBoundedMemoryEqualTheWholeRecordi
   EXPECT_THROW(chunked.push(ctx, clip), Error);
 }
 
+TEST_F(SortformerStreaming, AudioShorterThanAFrameGivesNoFramesAndEmptyPushesAreFine) {
+  ops::Context ctx = ops::Context::cpu(2);
+  const auto model = SortformerModel::load(unnormalised_copy().string());
+  SortformerStream stream(*model, golden_params("small"));
+  EXPECT_TRUE(stream.push(ctx, {}).empty());
+  const std::vector<float> blip(100, 0.1f);  // 6 ms: no 10 ms feature frame
+  EXPECT_TRUE(stream.push(ctx, blip).empty());
+  EXPECT_TRUE(stream.finish(ctx).empty());
+  EXPECT_EQ(stream.frames_done(), 0);
+  EXPECT_EQ(stream.chunks_done(), 0);
+  EXPECT_THROW(stream.finish(ctx), Error);
+}
+
 TEST(StreamingParameters, PresetsAndSettersNameWhatTheyChange) {
   SortformerModulesConfig base;
   base.fc_d_model = 512;
