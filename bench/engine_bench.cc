@@ -9,6 +9,7 @@
 //   build/bench/engine_bench --benchmark_out=bench/results/cpu-engine.json --benchmark_out_format=json
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -124,6 +125,34 @@ void run(benchmark::State& state, const char* model, Stage stage) {
     state.counters["decoder_steps"] = static_cast<double>(stats.steps) / static_cast<double>(state.iterations());
 }
 
+// A clip of a length the process has not seen before at every iteration (2.00 s, 2.01 s, ...): what a server pays
+// when every request has its own length, unlike the 10 s clip above that reuses one shape. (Measured 2026-12-01:
+// nothing extra in a warm process, ~0.4 ms of features per second of audio with either library; the 30-60 ms of
+// features a one-shot `steno transcribe` shows is the first GEMM call of the process -- library and thread start-up,
+// ~32 ms on oneDNN, ~7 ms on OpenBLAS, whose first encoder call then pays ~40 ms -- not the shapes.)
+void run_varying_length(benchmark::State& state, const char* model, Stage stage) {
+  const Engine& e = engine(model);
+  ops::Context ctx = make_context(state, model);
+  const std::vector<float>& speech = speech_10s();
+  static int64_t next_ms = 2000;  // across benchmarks too: never a length seen before
+  double audio_s = 0;
+  asr::DecodeStats stats;
+  for (auto _ : state) {
+    next_ms = next_ms >= 9000 ? 2000 : next_ms + 10;
+    const size_t n = static_cast<size_t>(next_ms) * audio::kSampleRate / 1000;
+    const std::vector<std::span<const float>> clip = {std::span<const float>(speech.data(), n)};
+    audio_s += static_cast<double>(n) / audio::kSampleRate;
+    const asr::Features f = e.features->compute(ctx, clip);
+    if (stage == Stage::kFeatures) continue;
+    const asr::EncoderOutput o = e.encoder->forward(ctx, f.values, f.lengths);
+    benchmark::DoNotOptimize(e.decoder->decode(ctx, o.encoded, o.lengths, false, &stats));
+  }
+  state.counters["RTFx"] = benchmark::Counter(audio_s, benchmark::Counter::kIsRate);
+  state.counters["audio_ms_per_call"] = 1e3 * audio_s / static_cast<double>(std::max<int64_t>(state.iterations(), 1));
+}
+void BM_Bundled_FeaturesNewLengths(benchmark::State& s) { run_varying_length(s, "bundled", Stage::kFeatures); }
+void BM_Bundled_EndToEndNewLengths(benchmark::State& s) { run_varying_length(s, "bundled", Stage::kEndToEnd); }
+
 void args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"gemm", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
   for (int backend : {0, 1})
@@ -145,6 +174,8 @@ BENCHMARK(BM_Tiny_Encoder)->Apply(args);
 BENCHMARK(BM_Tiny_Decoder)->Apply(args);
 BENCHMARK(BM_Tiny_EndToEnd)->Apply(args);
 BENCHMARK(BM_Bundled_EndToEnd)->Apply(args);
+BENCHMARK(BM_Bundled_FeaturesNewLengths)->Apply(args);
+BENCHMARK(BM_Bundled_EndToEndNewLengths)->Apply(args);
 BENCHMARK(BM_P06B_Features)->Apply(args);
 BENCHMARK(BM_P06B_Encoder)->Apply(args);
 BENCHMARK(BM_P06B_Decoder)->Apply(args);
