@@ -117,6 +117,8 @@ void validate(const ServeConfig& c) {
   STENO_CHECK(c.read_timeout_s > 0 && c.idle_timeout_s > 0 && c.drain_timeout_s >= 0,
               "read_timeout_s and idle_timeout_s must be > 0, drain_timeout_s >= 0");
   validate_model(c.model, c.enable_fault_injection);
+  STENO_CHECK(c.diarizer.lanes >= 1, "diarizer_lanes must be >= 1, got {}", c.diarizer.lanes);
+  STENO_CHECK(c.diarizer.max_batch >= 1, "diarizer_max_batch must be >= 1, got {}", c.diarizer.max_batch);
   if (!is_loopback_host(c.host) && c.api_key.empty())
     fail(ErrorCode::kInvalidArgument,
          "refusing to listen on '{}' without an API key: a non-loopback host needs --api-key KEY (or $STENO_API_KEY, "

@@ -17,6 +17,7 @@
 #include "steno/asr/transcriber.h"
 #include "steno/core/error.h"
 #include "serve/batch.h"
+#include "steno/serve/service.h"
 
 namespace steno::serve {
 
@@ -31,7 +32,8 @@ enum class Loss {
 struct BatchRun {
   enum class Status { kDone, kFailed, kLost };
   Status status = Status::kDone;
-  std::vector<asr::Transcript> transcripts;  // kDone: one per request, in order
+  std::vector<asr::Transcript> transcripts;  // kDone, transcription models: one per request, in order
+  std::vector<DiarizationResult> diarizations;  // kDone, diarization models: one per request, in order
   asr::StageTimings timings;                 // kDone: the engine's stages
   ErrorCode code = ErrorCode::kInternal;     // kFailed: kResourceExhausted means out of memory
   std::string message;                       // kFailed and kLost: what happened
@@ -39,6 +41,9 @@ struct BatchRun {
   std::string how;                           // kLost: "crashed" or "hung", for the client of a poison request
 
   static BatchRun done(std::vector<asr::Transcript> transcripts, const asr::StageTimings& timings);
+  static BatchRun diarized(std::vector<DiarizationResult> diarizations, const asr::StageTimings& timings);
+  // Answers for the batch's requests (transcripts or diarizations).
+  size_t answers() const { return transcripts.size() + diarizations.size(); }
   static BatchRun failed(ErrorCode code, std::string message);
   static BatchRun lost(Loss loss, std::string how, std::string message);
 };

@@ -19,6 +19,14 @@ BatchRun BatchRun::done(std::vector<asr::Transcript> transcripts, const asr::Sta
   return r;
 }
 
+BatchRun BatchRun::diarized(std::vector<DiarizationResult> diarizations, const asr::StageTimings& timings) {
+  BatchRun r;
+  r.status = Status::kDone;
+  r.diarizations = std::move(diarizations);
+  r.timings = timings;
+  return r;
+}
+
 BatchRun BatchRun::failed(ErrorCode code, std::string message) {
   BatchRun r;
   r.status = Status::kFailed;
@@ -207,9 +215,9 @@ bool ExecutorPool::run(Slot& s, Batch& batch, Clock::time_point start) {
   BatchRun r = s.exec->run(batch);
   const Clock::time_point end = Clock::now();
   if (gate_) gate_->leave(suspect);
-  if (r.status == BatchRun::Status::kDone && r.transcripts.size() != batch.requests.size())
+  if (r.status == BatchRun::Status::kDone && r.answers() != batch.requests.size())
     r = BatchRun::failed(ErrorCode::kInternal,
-                         fmt::format("internal error: {} transcripts for a batch of {}", r.transcripts.size(), n));
+                         fmt::format("internal error: {} answers for a batch of {}", r.answers(), n));
 
   if (r.status == BatchRun::Status::kLost) {
     if (r.loss == Loss::kFault) ++s.failures;
@@ -279,7 +287,9 @@ void ExecutorPool::complete(Batch& batch, BatchRun* done, const std::string& err
     // From the executor taking the batch: after out-of-memory retries, more than this piece's own run.
     c.response.durations.compute_ms = ms_between(start, end);
     c.response.batch_size = n;
-    if (done) {
+    if (done && !done->diarizations.empty()) {
+      c.response.diarization = std::move(done->diarizations[at]);
+    } else if (done) {
       c.response.transcript = std::move(done->transcripts[at]);
     } else {
       c.response.outcome = Outcome::kInternal;

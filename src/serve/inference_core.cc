@@ -84,15 +84,23 @@ InferenceCore::InferenceCore(std::vector<ModelSpec> models, CoreConfig config)
 InferenceCore::~InferenceCore() { drain(); }
 
 void InferenceCore::submit(Submission s, AnswerFn answer) {
-  ServedModel* m = registry_.find(s.model, s.default_model_allowed);
+  ServedModel* m = registry_.find(s.model, s.default_model_allowed, s.task);
   if (m == nullptr) {  // no series for a name the client chose: unbounded cardinality
-    const ServeError e = unknown_model(registry_.infos(), s.model);
+    const ServeError e = s.model.empty() && s.default_model_allowed
+                             ? ServeError(Outcome::kModelNotFound,
+                                          fmt::format("this server serves no {} model", s.task), "model")
+                             : unknown_model(registry_.infos(), s.model);
     RequestCompleter(nullptr)(refuse(request_of(s, std::string(s.model.substr(0, 128)), std::move(answer)), e));
     return;
   }
   const RequestCompleter complete(m->stats);
   std::unique_ptr<TranscriptionRequest> r = request_of(s, m->info.name, std::move(answer));
   if (s.refused) return complete(refuse(std::move(r), *s.refused));
+  if (m->info.task != s.task)
+    return complete(refuse(std::move(r), ServeError(Outcome::kInvalidInput,
+                                                    fmt::format("model '{}' answers {}, not {}", m->info.name,
+                                                                m->info.task, s.task),
+                                                    "model")));
   if (!accepting_) return complete(reject(std::move(r), Outcome::kShuttingDown, "server is shutting down"));
   if (config_.enable_fault_injection && !s.fault.empty()) {
     const std::optional<InjectedFault> fault = parse_injected_fault(s.fault);

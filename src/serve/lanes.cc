@@ -17,8 +17,7 @@ class TranscriberRunner final : public BatchRunner {
   TranscriberRunner(std::shared_ptr<const asr::AsrModel> model, ops::Context ctx)
       : ctx_(std::move(ctx)), transcriber_(std::move(model), ctx_) {}
 
-  std::vector<asr::Transcript> run(const std::vector<std::span<const float>>& clips,
-                                   asr::StageTimings* timings) override {
+  BatchOutput run(const std::vector<std::span<const float>>& clips, asr::StageTimings* timings) override {
     return transcriber_.transcribe(clips, timings);
   }
 
@@ -101,8 +100,9 @@ BatchRun LaneExecutor::run(const Batch& batch) {
   for (const auto& r : batch.requests) clips.emplace_back(r->pcm);
   try {
     asr::StageTimings timings;
-    std::vector<asr::Transcript> transcripts = runner_->run(clips, &timings);
-    return BatchRun::done(std::move(transcripts), timings);
+    BatchOutput out = runner_->run(clips, &timings);
+    if (!out.diarizations.empty()) return BatchRun::diarized(std::move(out.diarizations), timings);
+    return BatchRun::done(std::move(out.transcripts), timings);
   } catch (const Error& e) {
     return BatchRun::failed(e.code(), e.what());
   } catch (const std::exception& e) {

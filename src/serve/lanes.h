@@ -15,16 +15,29 @@
 #include "steno/ops/context.h"
 #include "serve/executor.h"
 
+namespace steno::diar {
+class SortformerModel;  // steno/diar/sortformer_model.h
+}  // namespace steno::diar
+
 namespace steno::serve {
+
+// What a runner gives for a batch: one answer per clip, in order -- transcripts from a transcription model,
+// diarizations from a diarization model.
+struct BatchOutput {
+  BatchOutput() = default;
+  BatchOutput(std::vector<asr::Transcript> t) : transcripts(std::move(t)) {}  // NOLINT: a transcription's answer
+  BatchOutput(std::vector<DiarizationResult> d) : diarizations(std::move(d)) {}  // NOLINT: a diarization's
+  std::vector<asr::Transcript> transcripts;
+  std::vector<DiarizationResult> diarizations;
+};
 
 // Runs one batch on one lane's resources. Used from that lane's thread only.
 class BatchRunner {
  public:
   virtual ~BatchRunner() = default;
-  // One transcript per clip, in order; `timings` receives the batch's stage timings. May throw; out of memory
-  // must be steno::Error with kResourceExhausted (the batch is then retried in smaller pieces).
-  virtual std::vector<asr::Transcript> run(const std::vector<std::span<const float>>& clips,
-                                           asr::StageTimings* timings) = 0;
+  // One answer per clip, in order; `timings` receives the batch's stage timings. May throw; out of memory must be
+  // steno::Error with kResourceExhausted (the batch is then retried in smaller pieces).
+  virtual BatchOutput run(const std::vector<std::span<const float>>& clips, asr::StageTimings* timings) = 0;
   // Gives cached scratch memory back (to the driver or the OS) after running out of memory, so that the smaller
   // retries find it in one piece. Optional.
   virtual void release_cached_memory() {}
@@ -38,6 +51,11 @@ using RunnerFactory = std::function<std::unique_ptr<BatchRunner>(int lane)>;
 // workspace) per lane, so the lanes' batches overlap on the GPU over one copy of the weights.
 RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads,
                                   ops::GemmBackend gemm = ops::GemmBackend::kOneDnn);
+
+// The diarizer's runners (diarizer_lanes.cc): a Sortformer model served by lanes as transcriber_runners serves an
+// ASR model; each answer a DiarizationResult after the model's own post-processing.
+RunnerFactory diarizer_runners(std::shared_ptr<const diar::SortformerModel> model, int threads,
+                               ops::GemmBackend gemm = ops::GemmBackend::kOneDnn);
 
 // The `green` mode: transcriber_runners on CUDA, each lane's Context on a stream of its own green
 // context of `sms_per_lane` SMs (at least the device's minimum partition and a multiple of its alignment: 8 and 8

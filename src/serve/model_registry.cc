@@ -25,8 +25,8 @@ void ModelRegistry::add(std::unique_ptr<ServedModel> model) {
   models_.push_back(std::move(model));
 }
 
-ServedModel* ModelRegistry::find(std::string_view name, bool default_allowed) const {
-  const std::optional<size_t> i = find_model_index(infos_, name, default_allowed);
+ServedModel* ModelRegistry::find(std::string_view name, bool default_allowed, std::string_view task) const {
+  const std::optional<size_t> i = find_model_index(infos_, name, default_allowed, task);
   return i ? models_[*i].get() : nullptr;
 }
 

@@ -31,7 +31,8 @@ class ModelRegistry {
   // Throws kInvalidArgument when its name or an alias is already taken (by a name or an alias).
   void add(std::unique_ptr<ServedModel> model);
 
-  ServedModel* find(std::string_view name, bool default_allowed) const;
+  // By name or alias; "" is the default (of `task`, when given) where `default_allowed`.
+  ServedModel* find(std::string_view name, bool default_allowed, std::string_view task = {}) const;
   const std::vector<ModelInfo>& infos() const { return infos_; }
   const std::vector<std::unique_ptr<ServedModel>>& all() const { return models_; }
 

@@ -237,6 +237,14 @@ std::vector<Option> make_options() {
   t.push_back(bind(green, {"green-sms", {}, "N", "SMs of each lane's green context (a multiple of 8 on Hopper)"},
                    STENO_FIELD(model.green_sms)));
 
+  const std::string diar = "Diarizer";
+  t.push_back(bind(diar, {"diarizer", {}, "DIR", "Also serve this Sortformer diarizer (POST /v1/audio/diarizations), on "
+                                                  "the model's device and dtype (\"\": none)"},
+                   STENO_FIELD(diarizer.dir)));
+  t.push_back(bind(diar, {"diarizer-lanes", {}, "N", "The diarizer's lanes"}, STENO_FIELD(diarizer.lanes)));
+  t.push_back(bind(diar, {"diarizer-max-batch", {}, "N", "The diarizer's largest batch"},
+                   STENO_FIELD(diarizer.max_batch)));
+
   const std::string tests = "Tests";
   t.push_back(bind(tests, {"enable-fault-injection", {}, "", "TESTS ONLY: honour the X-Steno-Fault: "
                                                                "crash|hang|device-fault|oom request header (worker "

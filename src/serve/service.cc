@@ -100,9 +100,14 @@ const char* failure_reason(Outcome o) {
 }
 
 std::optional<size_t> find_model_index(std::span<const ModelInfo> models, std::string_view name,
-                                       bool default_allowed) {
+                                       bool default_allowed, std::string_view task) {
   if (models.empty()) return std::nullopt;
-  if (name.empty()) return default_allowed ? std::optional<size_t>(0) : std::nullopt;
+  if (name.empty()) {
+    if (!default_allowed) return std::nullopt;
+    for (size_t i = 0; i < models.size(); ++i)
+      if (task.empty() || models[i].task == task) return i;
+    return std::nullopt;
+  }
   for (size_t i = 0; i < models.size(); ++i)
     if (models[i].name == name) return i;
   for (size_t i = 0; i < models.size(); ++i)

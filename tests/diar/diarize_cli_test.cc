@@ -1,11 +1,13 @@
 // `steno diarize` as a user runs it: the real binary on the reference's WAV files, its exit status and what it
 // prints. The segments must be NeMo's (golden lines of the single runs), in RTTM and in JSON.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -212,6 +214,68 @@ TEST(DiarizeCli, DerScoresRttmFiles) {
   out = steno("der " + (dir / "ref.rttm").string() + " " + (dir / "bad.rttm").string(), &code);
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find("bad.rttm:1"), std::string::npos) << out;
+  fs::remove_all(dir);
+}
+
+// `steno serve --diarizer DIR`: the diarizer beside the transcription model, through POST /v1/audio/diarizations
+// over loopback: the same segments as `steno diarize` (JSON and RTTM), each route refusing the other task's model,
+// and both models listed.
+TEST(ServeDiarizer, DiarizationsOverHttpAreStenoDiarizes) {
+  const fs::path dir = fs::temp_directory_path() / ("steno_serve_diar_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string diarizer = (kPrepared / "sortformer-tiny").string();
+  const std::string cmd = "(" + std::string(STENO_BINARY) + " serve --port 0 --diarizer " + diarizer + " 2>" +
+                          (dir / "log").string() + " & echo $! > " + (dir / "pid").string() + "; wait $!) &";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  int port = 0;
+  for (int i = 0; i < 300 && port == 0; ++i) {
+    std::ifstream in(dir / "log");
+    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (const size_t at = log.find("on http://127.0.0.1:"); at != std::string::npos)
+      port = std::atoi(log.c_str() + at + 20);
+    else
+      usleep(50000);
+  }
+  ASSERT_GT(port, 0);
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  const std::string wav = (kRef / "conv1.wav").string();
+  int code = 0;
+
+  const std::string json = steno("--log-level error diarize -f json --diarizer " + diarizer + " " + wav, &code);
+  ASSERT_EQ(code, 0) << json;
+  const nlohmann::json want = nlohmann::json::parse(json)["files"][0];
+  const std::string got = run("curl -s " + url + "/v1/audio/diarizations -F file=@" + wav, &code);
+  const nlohmann::json served = nlohmann::json::parse(got, nullptr, false);
+  ASSERT_FALSE(served.is_discarded()) << got;
+  EXPECT_EQ(served["segments"], want["segments"]);
+  EXPECT_EQ(served["speakers"], want["speakers"]);
+  EXPECT_NEAR(served["duration"].get<double>(), want["duration"].get<double>(), 1e-9);
+
+  const std::string rttm = steno("diarize --diarizer " + diarizer + " " + wav, &code);
+  EXPECT_EQ(run("curl -s " + url + "/v1/audio/diarizations -F model=diarizer -F response_format=rttm -F file=@" + wav,
+                &code),
+            rttm);
+
+  std::string out = run("curl -s -w ' %{http_code}' " + url + "/v1/audio/diarizations -F model=steno-tdt-small-en "
+                        "-F file=@" + wav, &code);
+  EXPECT_NE(out.find("answers transcription, not diarization"), std::string::npos) << out;
+  EXPECT_NE(out.find(" 400"), std::string::npos) << out;
+  out = run("curl -s -w ' %{http_code}' " + url + "/v1/audio/transcriptions -F model=diarizer -F file=@" + wav, &code);
+  EXPECT_NE(out.find("answers diarization, not transcription"), std::string::npos) << out;
+  out = run("curl -s -w ' %{http_code}' " + url + "/v1/audio/diarizations -F response_format=srt -F file=@" + wav,
+            &code);
+  EXPECT_NE(out.find(" 400"), std::string::npos) << out;
+  const nlohmann::json models = nlohmann::json::parse(run("curl -s " + url + "/v1/models", &code));
+  ASSERT_EQ(models["data"].size(), 2u);
+  EXPECT_EQ(models["data"][1]["id"], "sortformer-tiny");
+
+  std::ifstream pid_file(dir / "pid");
+  pid_t pid = 0;
+  pid_file >> pid;
+  ASSERT_GT(pid, 0);
+  kill(pid, SIGTERM);
+  for (int i = 0; i < 200 && kill(pid, 0) == 0; ++i) usleep(50000);
+  EXPECT_NE(kill(pid, 0), 0) << "the server did not exit after SIGTERM";
   fs::remove_all(dir);
 }
 

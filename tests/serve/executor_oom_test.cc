@@ -34,7 +34,7 @@ class MemoryBoundRunner final : public BatchRunner {
   };
   MemoryBoundRunner(size_t fits, size_t longest, Log& log) : fits_(fits), longest_(longest), log_(log) {}
 
-  std::vector<asr::Transcript> run(const std::vector<std::span<const float>>& clips, asr::StageTimings*) override {
+  BatchOutput run(const std::vector<std::span<const float>>& clips, asr::StageTimings*) override {
     {
       std::lock_guard lock(log_.mu);
       log_.attempts.push_back(clips.size());
@@ -233,7 +233,7 @@ TEST_F(LaneOutOfMemory, OtherErrorsAreNotRetried) {
     struct Failing final : BatchRunner {
       int& calls;
       explicit Failing(int& c) : calls(c) {}
-      std::vector<asr::Transcript> run(const std::vector<std::span<const float>>&, asr::StageTimings*) override {
+      BatchOutput run(const std::vector<std::span<const float>>&, asr::StageTimings*) override {
         ++calls;
         throw Error(ErrorCode::kInternal, "kernel launch failed");
       }

@@ -53,7 +53,7 @@ class GreenRunnersGpu : public ::testing::Test {
     std::vector<std::span<const float>> spans(audio.begin(), audio.end());
     asr::StageTimings timings;
     std::vector<std::string> out;
-    for (const asr::Transcript& t : runner.run(spans, &timings)) out.push_back(t.text);
+    for (const asr::Transcript& t : runner.run(spans, &timings).transcripts) out.push_back(t.text);
     return out;
   }
 };

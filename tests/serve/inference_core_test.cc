@@ -320,7 +320,7 @@ class FnRunner final : public BatchRunner {
  public:
   using Fn = std::function<std::vector<asr::Transcript>(const std::vector<std::span<const float>>&)>;
   explicit FnRunner(Fn fn) : fn_(std::move(fn)) {}
-  std::vector<asr::Transcript> run(const std::vector<std::span<const float>>& clips, asr::StageTimings*) override {
+  BatchOutput run(const std::vector<std::span<const float>>& clips, asr::StageTimings*) override {
     return fn_(clips);
   }
 

@@ -60,6 +60,14 @@ struct ModelConfig {
   DType compute_dtype() const;  // `dtype`, or the device's default (f32 on the CPU, bf16 on CUDA)
 };
 
+// A Sortformer diarizer served beside the transcription model (POST /v1/audio/diarizations): lanes on the
+// transcription model's device and dtype, with their own batcher.
+struct DiarizerServing {
+  std::string dir;  // "" = no diarizer
+  int lanes = 1;
+  int max_batch = 8;
+};
+
 struct ServeConfig {
   // Network and front ends.
   std::string host = "127.0.0.1";  // the HTTP and gRPC front ends both listen on it
@@ -77,6 +85,7 @@ struct ServeConfig {
   bool enable_fault_injection = false;
 
   ModelConfig model;
+  DiarizerServing diarizer;
 
   // Not options: what a program embedding the server may change. The binary worker processes run (`steno
   // worker`): this same program unless it is not `steno` (tests).

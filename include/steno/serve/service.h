@@ -100,6 +100,9 @@ struct Submission {
   std::string id;     // for logs ("req-42", "grpc-7")
   std::string model;  // as the client sent it: a served name or an alias; "" = the default model, if allowed
   bool default_model_allowed = false;  // OpenAI: a missing `model` means the default; KServe names one always
+  // What the client asks for (ModelInfo::task): the default model is the first of this task, and a model of
+  // another task is refused (kInvalidInput).
+  std::string task = "transcription";
   AudioInput audio;
   std::string audio_field = "file";  // the request field that holds the audio (errors name it): "file", "audio"
   // Lower values are served first (Triton's convention: 1 is the highest priority; 0 = the default level).
@@ -122,13 +125,29 @@ struct StageDurations {
   double features_ms = 0, encoder_ms = 0, decoder_ms = 0, detokenize_ms = 0;
 };
 
+// Who spoke when in one request's audio: the answer of a diarization model (ModelInfo::task "diarization").
+// Speakers are the model's outputs, numbered in the order they first speak.
+struct SpeakerSegmentResult {
+  int speaker = 0;
+  double start = 0;  // seconds
+  double end = 0;
+};
+struct DiarizationResult {
+  int num_speakers = 0;        // the model's outputs, heard or not
+  double frame_seconds = 0;    // of `probs`
+  int64_t frames = 0;
+  std::vector<float> probs;    // [frames, num_speakers]: speaker probabilities (for speakers of words)
+  std::vector<SpeakerSegmentResult> segments;  // after the model's post-processing, in time order
+};
+
 struct TranscriptionResponse {
   Outcome outcome = Outcome::kOk;
   std::string message;       // for everything but kOk: what happened, for the client
   std::string param;         // the request field at fault, if any
   double retry_after_s = 0;  // kQueueFull: a hint for Retry-After
   std::string model;         // the served model's name (an unknown one: the name as sent)
-  asr::Transcript transcript;  // kOk only
+  asr::Transcript transcript;  // kOk from a transcription model
+  std::optional<DiarizationResult> diarization;  // kOk from a diarization model
   StageDurations durations;
   int batch_size = 0;            // the batch this request ran in
   double audio_seconds = 0;      // of the decoded audio (0 when it was not decoded)
@@ -149,7 +168,8 @@ struct ModelInfo {
   std::string name;                  // as clients address it
   std::string version = "1";         // KServe's model version
   std::vector<std::string> aliases;  // other names clients may use for it (every protocol)
-  std::string platform;              // KServe platform: "steno_fastconformer_tdt"
+  std::string task = "transcription";  // what it answers: "transcription" or "diarization"
+  std::string platform;              // KServe platform: "steno_fastconformer_tdt", "steno_sortformer"
   bool on_gpu = false;               // KServe instance kind: KIND_GPU or KIND_CPU
   std::string device;                // "cpu", "cuda:0"
   std::string share;                 // how its executors share the device: lanes, processes, mps, green
@@ -195,9 +215,10 @@ class TranscriptionService {
 };
 
 // The index of the model `name` means among `models`: a served name or an alias of one (exact, case-sensitive);
-// "" is the first (the default) where `default_allowed`. nullopt when there is none.
+// "" is the default where `default_allowed`: the first model, or with `task` the first model of that task.
+// nullopt when there is none.
 std::optional<size_t> find_model_index(std::span<const ModelInfo> models, std::string_view name,
-                                       bool default_allowed);
+                                       bool default_allowed, std::string_view task = {});
 
 // The served model a client means by `name`: a served name or an alias of one (exact, case-sensitive); "" is the
 // default model where `default_allowed`. Anything else throws kModelNotFound listing what is served.

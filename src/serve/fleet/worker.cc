@@ -132,7 +132,7 @@ Message run_batch(BatchRunner& runner, const RunBatch& batch, UniqueFd pcm_fd, c
     for (const ClipSpan& c : batch.clips) clips.push_back(pcm.clip(c));
     BatchResult result;
     result.batch_id = batch.batch_id;
-    result.transcripts = runner.run(clips, &result.timings);
+    result.transcripts = runner.run(clips, &result.timings).transcripts;
     return result;
   } catch (const Error& e) {
     exit_if_device_faulted(options, e.what());

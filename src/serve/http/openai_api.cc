@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
@@ -95,8 +98,8 @@ TranscriptionForm read_form(const std::vector<MultipartPart>& parts) {
   return form;
 }
 
-void transcribe(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Responder respond) {
-  const auto received = Clock::now();
+// The parts of a multipart/form-data body (415 for another media type, 400 for a malformed one).
+std::vector<MultipartPart> form_parts(const HttpRequest& request, std::string_view route) {
   const std::string_view content_type = request.header("Content-Type");
   std::string media_type;
   try {
@@ -106,16 +109,19 @@ void transcribe(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Re
   }
   if (media_type != "multipart/form-data")
     throw HttpError(415,
-                    fmt::format("Content-Type is '{}'; /v1/audio/transcriptions takes multipart/form-data with the "
-                                "audio in a 'file' field",
-                                content_type.empty() ? "(none)" : content_type),
+                    fmt::format("Content-Type is '{}'; {} takes multipart/form-data with the audio in a 'file' field",
+                                content_type.empty() ? "(none)" : content_type, route),
                     "", "unsupported_media_type");
-  std::vector<MultipartPart> parts;
   try {
-    parts = parse_form_data(request.body, content_type);
+    return parse_form_data(request.body, content_type);
   } catch (const Error& e) {
     throw HttpError(400, fmt::format("malformed multipart body: {}", e.what()), "", "invalid_multipart");
   }
+}
+
+void transcribe(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Responder respond) {
+  const auto received = Clock::now();
+  const std::vector<MultipartPart> parts = form_parts(request, "/v1/audio/transcriptions");
   const TranscriptionForm form = read_form(parts);
 
   Submission submission;
@@ -127,6 +133,75 @@ void transcribe(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Re
   RenderFn render = [format = form.format, verbose = form.verbose](const TranscriptionResponse& r) {
     RenderedBody out = render_transcript(r.transcript, format, r.audio_seconds, verbose, r.warnings);
     return HttpResponse::text(200, std::move(out.body), std::move(out.content_type));
+  };
+  submit_transcription(ctx, request, ApiStyle::kOpenAI, std::move(submission), std::move(render),
+                       std::move(respond));
+}
+
+// "speaker_0", ...: how steno names a diarization model's outputs (as `steno diarize` does).
+std::string speaker_label(int speaker) { return fmt::format("speaker_{}", speaker); }
+
+double milliseconds(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
+
+// An RTTM recording id from an uploaded file's name: its stem, whitespace made '_'; "audio" without one.
+std::string rttm_file_id(const MultipartPart& file) {
+  std::string name = file.filename.value_or("");
+  if (const size_t slash = name.find_last_of("/\\"); slash != std::string::npos) name = name.substr(slash + 1);
+  if (const size_t dot = name.find_last_of('.'); dot != std::string::npos && dot > 0) name = name.substr(0, dot);
+  for (char& c : name)
+    if (std::isspace(static_cast<unsigned char>(c)) != 0) c = '_';
+  return name.empty() ? "audio" : name;
+}
+
+// Who spoke when, as `steno diarize -f json` gives each file: duration, the speakers heard, segments.
+std::string diarization_json(const DiarizationResult& d, double audio_seconds) {
+  std::vector<int> heard;
+  for (const SpeakerSegmentResult& s : d.segments) heard.push_back(s.speaker);
+  std::sort(heard.begin(), heard.end());
+  heard.erase(std::unique(heard.begin(), heard.end()), heard.end());
+  nlohmann::ordered_json speakers = nlohmann::ordered_json::array(), segments = nlohmann::ordered_json::array();
+  for (const int s : heard) speakers.push_back(speaker_label(s));
+  for (const SpeakerSegmentResult& s : d.segments)
+    segments.push_back({{"speaker", speaker_label(s.speaker)}, {"start", milliseconds(s.start)},
+                        {"end", milliseconds(s.end)}});
+  return nlohmann::ordered_json{{"duration", audio_seconds}, {"speakers", speakers}, {"segments", segments}}.dump();
+}
+
+std::string diarization_rttm(const DiarizationResult& d, const std::string& file_id) {
+  std::string out;
+  for (const SpeakerSegmentResult& s : d.segments)
+    out += fmt::format("SPEAKER {} 1 {:.3f} {:.3f} <NA> <NA> {} <NA> <NA>\n", file_id, s.start, s.end - s.start,
+                       speaker_label(s.speaker));
+  return out;
+}
+
+// POST /v1/audio/diarizations: who spoke when, from a diarization model (`steno serve --diarizer DIR`). Fields:
+// file (required), model (a diarization model's name or alias; default: the first served), response_format
+// json (default) or rttm.
+void diarize(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Responder respond) {
+  const auto received = Clock::now();
+  const std::vector<MultipartPart> parts = form_parts(request, "/v1/audio/diarizations");
+  const MultipartPart* file = find_part(parts, "file");
+  if (!file)
+    throw HttpError(400, "missing required field 'file': send the audio as a multipart file field named 'file'",
+                    "file", "missing_field");
+  std::string format = to_lower(field(parts, "response_format"));
+  if (format.empty()) format = "json";
+  if (format != "json" && format != "rttm")
+    throw bad_field("response_format", fmt::format("response_format '{}' is not one of json, rttm", format));
+
+  Submission submission;
+  submission.model = field(parts, "model");
+  submission.default_model_allowed = true;
+  submission.task = "diarization";
+  submission.audio = EncodedAudio{file->data};
+  submission.audio_field = "file";
+  submission.received = received;
+  RenderFn render = [format, id = rttm_file_id(*file)](const TranscriptionResponse& r) {
+    static const DiarizationResult none;
+    const DiarizationResult& d = r.diarization ? *r.diarization : none;
+    if (format == "rttm") return HttpResponse::text(200, diarization_rttm(d, id), "text/plain; charset=utf-8");
+    return HttpResponse::json(200, diarization_json(d, r.audio_seconds));
   };
   submit_transcription(ctx, request, ApiStyle::kOpenAI, std::move(submission), std::move(render),
                        std::move(respond));
@@ -163,6 +238,13 @@ void add_openai_routes(Router& router, const std::shared_ptr<ApiContext>& ctx) {
   router.add(
       "POST", "/v1/audio/transcriptions",
       [ctx](HttpRequest& request, Responder respond) { transcribe(ctx, request, std::move(respond)); },
+      {.offload = true,
+       .check_body_start = [ctx](const HttpRequest& head, std::string_view start, uint64_t length) {
+         return refuse_long_upload(*ctx, head, start, length);
+       }});
+  router.add(
+      "POST", "/v1/audio/diarizations",
+      [ctx](HttpRequest& request, Responder respond) { diarize(ctx, request, std::move(respond)); },
       {.offload = true,
        .check_body_start = [ctx](const HttpRequest& head, std::string_view start, uint64_t length) {
          return refuse_long_upload(*ctx, head, start, length);

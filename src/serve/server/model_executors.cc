@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "steno/asr/model.h"
+#include "steno/diar/sortformer_model.h"
 #include "steno/core/error.h"
 #include "serve/fleet/fleet_metrics.h"
 #include "serve/fleet/worker_executor.h"
@@ -114,6 +115,32 @@ BuiltModel build_model(const ServeConfig& config) {
                                 ops::parse_gemm_backend(m.gemm));
   spec.executors = [runners, n = m.executors](prometheus::Registry&) { return lane_executors(n, runners); };
   return built;
+}
+
+ModelSpec build_diarizer(const ServeConfig& config) {
+  const ModelConfig& m = config.model;
+  const DiarizerServing& d = config.diarizer;
+  STENO_CHECK(!d.dir.empty(), "no diarizer directory given");
+  ModelConfig named;
+  named.dir = d.dir;
+  ModelSpec spec;
+  spec.info.name = served_name(named);
+  spec.info.aliases = {"diarizer"};
+  spec.info.task = "diarization";
+  spec.info.platform = "steno_sortformer";
+  spec.info.on_gpu = !m.parsed_device().is_cpu();
+  spec.info.device = m.parsed_device().str();
+  spec.info.share = share_mode_name(ShareMode::kLanes);
+  spec.info.max_audio_seconds = m.max_audio_seconds;
+  spec.batcher.max_batch_size = d.max_batch;
+  spec.batcher.max_queue_delay = std::chrono::microseconds(static_cast<int64_t>(m.max_queue_delay_ms * 1000.0));
+  spec.batcher.max_queue_size = static_cast<size_t>(m.max_queue_size);
+  auto model = diar::SortformerModel::load(d.dir, {m.parsed_device(), m.compute_dtype()});
+  const RunnerFactory runners =
+      diarizer_runners(std::move(model), threads_per_executor(d.lanes, m.threads_per_executor),
+                       ops::parse_gemm_backend(m.gemm));
+  spec.executors = [runners, n = d.lanes](prometheus::Registry&) { return lane_executors(n, runners); };
+  return spec;
 }
 
 }  // namespace steno::serve

@@ -20,6 +20,10 @@ struct BuiltModel {
 // The name clients use for a model: `name`, else the directory's last component.
 std::string served_name(const ModelConfig& model);
 
+// The diarizer of `config.diarizer` (dir set): lanes over one loaded Sortformer model on the transcription model's
+// device and dtype, answering task "diarization"; named after its directory, alias "diarizer".
+ModelSpec build_diarizer(const ServeConfig& config);
+
 // Throws kUnavailable for a mode this machine cannot run (mps and green need a CUDA device), before anything is
 // loaded; the model's own load errors otherwise.
 BuiltModel build_model(const ServeConfig& config);

@@ -72,6 +72,7 @@ class ServerImpl final : public Server {
     core.enable_fault_injection = config_.enable_fault_injection;
     std::vector<ModelSpec> specs;
     specs.push_back(std::move(model.spec));
+    if (!config_.diarizer.dir.empty()) specs.push_back(build_diarizer(config_));
     core_ = std::make_unique<InferenceCore>(std::move(specs), core);
     if (mps_)  // after the core: it publishes into the core's registry
       monitor_ = std::make_unique<fleet::MpsMonitor>([mps = mps_] { return mps->status(); }, *core_->registry());

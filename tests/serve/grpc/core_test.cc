@@ -62,7 +62,7 @@ class Gate {
 class GateRunner final : public serve::BatchRunner {
  public:
   explicit GateRunner(Gate& gate) : gate_(gate) {}
-  std::vector<asr::Transcript> run(const std::vector<std::span<const float>>& clips, asr::StageTimings*) override {
+  serve::BatchOutput run(const std::vector<std::span<const float>>& clips, asr::StageTimings*) override {
     return gate_.run(clips.size());
   }
 

@@ -5,7 +5,7 @@ namespace {
 
 class CannedRunner final : public serve::BatchRunner {
  public:
-  std::vector<asr::Transcript> run(const std::vector<std::span<const float>>& clips, asr::StageTimings*) override {
+  serve::BatchOutput run(const std::vector<std::span<const float>>& clips, asr::StageTimings*) override {
     std::vector<asr::Transcript> out;
     for (const auto& c : clips) out.push_back(FakeService::canned(static_cast<double>(c.size()) / 16000.0));
     return out;
