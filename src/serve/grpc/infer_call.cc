@@ -126,7 +126,7 @@ void InferCall::begin(std::shared_ptr<GrpcContext> ctx, const inference::ModelIn
     return;
   }
   try {
-    submission.model = resolve_model(ctx->service, request.model_name(), false).name;  // a name or an alias
+    submission.model = resolve_model_for(ctx->service, request.model_name(), "transcription", "KServe").name;
   } catch (const ServeError& e) {
     state_->finish(grpc_status(e));
     return;

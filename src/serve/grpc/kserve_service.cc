@@ -26,7 +26,7 @@ const char* const kExtensions[] = {"statistics", "schedule_policy"};
 
 std::variant<ModelInfo, Status> KServeService::find_model(const std::string& name, const std::string& version) const {
   try {
-    ModelInfo model = resolve_model(ctx_->service, name, false);
+    ModelInfo model = resolve_model_for(ctx_->service, name, "transcription", "KServe");
     if (!is_served_version(version))
       return Status(StatusCode::NOT_FOUND, fmt::format("model '{}' has no version '{}' (steno serves version 1)",
                                                        model.name, version.substr(0, 64)));

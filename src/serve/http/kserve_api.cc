@@ -17,7 +17,7 @@ namespace {
 
 // The model a /v2/models/{model}[/versions/{version}] path names (its name or an alias); 404 when it is not served.
 ModelInfo model_of(const ApiContext& ctx, const HttpRequest& request) {
-  const ModelInfo model = resolve_model(ctx.service, request.params.at("model"), false);
+  const ModelInfo model = resolve_model_for(ctx.service, request.params.at("model"), "transcription", "KServe");
   if (const auto v = request.params.find("version"); v != request.params.end() && !is_served_version(v->second))
     throw HttpError(404, fmt::format("model '{}' has no version '{}' (steno serves version 1)", model.name, v->second));
   return model;
