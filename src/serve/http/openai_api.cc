@@ -235,20 +235,17 @@ std::optional<HttpResponse> refuse_long_upload(const ApiContext& ctx, const Http
 }  // namespace
 
 void add_openai_routes(Router& router, const std::shared_ptr<ApiContext>& ctx) {
-  router.add(
-      "POST", "/v1/audio/transcriptions",
-      [ctx](HttpRequest& request, Responder respond) { transcribe(ctx, request, std::move(respond)); },
-      {.offload = true,
-       .check_body_start = [ctx](const HttpRequest& head, std::string_view start, uint64_t length) {
-         return refuse_long_upload(*ctx, head, start, length);
-       }});
-  router.add(
-      "POST", "/v1/audio/diarizations",
-      [ctx](HttpRequest& request, Responder respond) { diarize(ctx, request, std::move(respond)); },
-      {.offload = true,
-       .check_body_start = [ctx](const HttpRequest& head, std::string_view start, uint64_t length) {
-         return refuse_long_upload(*ctx, head, start, length);
-       }});
+  // The audio uploads: handled off the I/O threads, refused from the start of the file part when surely too long.
+  using Handle = void (*)(const std::shared_ptr<ApiContext>&, HttpRequest&, Responder);
+  for (const auto& [path, handle] : {std::pair<const char*, Handle>{"/v1/audio/transcriptions", transcribe},
+                                     std::pair<const char*, Handle>{"/v1/audio/diarizations", diarize}})
+    router.add(
+        "POST", path,
+        [ctx, handle = handle](HttpRequest& request, Responder respond) { handle(ctx, request, std::move(respond)); },
+        {.offload = true,
+         .check_body_start = [ctx](const HttpRequest& head, std::string_view start, uint64_t length) {
+           return refuse_long_upload(*ctx, head, start, length);
+         }});
   router.add("POST", "/v1/audio/translations", [](HttpRequest&, Responder) {
     throw HttpError(501, "translation is not supported: steno transcribes English speech into English text; use "
                          "/v1/audio/transcriptions",
