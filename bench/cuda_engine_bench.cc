@@ -51,6 +51,7 @@
 #include "steno/core/dtype.h"
 #include "steno/ops/copy.h"
 #include "steno/ops/gemm.h"
+#include "op_counters.h"
 #include "steno/ops/profiler.h"
 
 namespace steno {
@@ -399,14 +400,7 @@ void encoder_ops(benchmark::State& state, BatchShape shape) {
     throw;
   }
   e.ctx.set_profiler(nullptr);
-  const double passes = static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1));
-  double total = 0;
-  for (const auto& entry : profiler.summary()) {
-    state.counters["op_" + entry.op + "_ms"] = entry.ms / passes;
-    state.counters["op_" + entry.op + "_calls"] = static_cast<double>(entry.calls) / passes;
-    total += entry.ms / passes;
-  }
-  state.counters["ops_total_ms"] = total;
+  set_op_counters(state, profiler);
   state.SetLabel(label(shape));
 }
 

@@ -29,6 +29,7 @@
 #include "steno/core/dtype.h"
 #include "steno/diar/sortformer_model.h"
 #include "steno/diar/sortformer_tools.h"
+#include "op_counters.h"
 #include "steno/ops/profiler.h"
 
 namespace steno {
@@ -131,14 +132,7 @@ void BM_DiarizeOps(benchmark::State& state) {
   l.ctx->set_profiler(&profiler);
   for (auto _ : state) benchmark::DoNotOptimize(l.model->forward(*l.ctx, spans).probs.data<float>());
   l.ctx->set_profiler(nullptr);
-  const double passes = static_cast<double>(std::max<benchmark::IterationCount>(state.iterations(), 1));
-  double total = 0;
-  for (const auto& entry : profiler.summary()) {
-    state.counters["op_" + entry.op + "_ms"] = entry.ms / passes;
-    state.counters["op_" + entry.op + "_calls"] = static_cast<double>(entry.calls) / passes;
-    total += entry.ms / passes;
-  }
-  state.counters["ops_total_ms"] = total;
+  set_op_counters(state, profiler);
 }
 
 BENCHMARK(BM_DiarizeOps)->ArgNames({"clips", "seconds"})->Args({32, 60})->Iterations(3)->Unit(benchmark::kMillisecond);

@@ -6,6 +6,10 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string_view>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -130,6 +134,65 @@ inline void check_one_of(const char* name, const std::string& v, std::initialize
 }
 
 inline bool is_power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// ---- what every model type's config.json shares ----
+
+// The top level's "format" ("steno-model") and "format_version" (at most `supported`).
+inline void check_format_header(Section& top, int supported) {
+  if (const nlohmann::json* v = top.find("format")) {
+    if (!v->is_string() || v->get<std::string>() != "steno-model")
+      bad("format must be \"steno-model\", got {}", shown(*v));
+  }
+  if (const nlohmann::json* v = top.find("format_version")) {
+    const int version = Section::as_int(*v, "format_version");
+    if (version > supported) unsupported("format_version {} is newer than this steno reads ({})", version, supported);
+    if (version < 1) bad("format_version must be >= 1, got {}", version);
+  }
+}
+
+// JSON text -> json (kDataLoss when it is not JSON).
+inline nlohmann::json parse_text(std::string_view json_text) {
+  try {
+    return nlohmann::json::parse(json_text.begin(), json_text.end());
+  } catch (const nlohmann::json::exception& ex) {
+    throw Error(ErrorCode::kDataLoss, std::string(kPrefix) + "not valid JSON: " + ex.what());
+  }
+}
+
+// A config file read and given to `parse` (text -> config); its errors name the file instead of "config.json".
+template <typename Parse>
+auto load_file(const std::filesystem::path& config_json, Parse&& parse) {
+  const std::string file = config_json.string();
+  std::error_code ec;
+  if (!std::filesystem::exists(config_json, ec)) fail(ErrorCode::kNotFound, "{}: no such file", file);
+  if (std::filesystem::is_directory(config_json, ec))
+    fail(ErrorCode::kInvalidArgument, "{}: is a directory, not a config file", file);
+  std::ifstream in(config_json, std::ios::binary);
+  if (!in) fail(ErrorCode::kUnavailable, "{}: cannot read", file);
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return parse(text.str());
+  } catch (const Error& ex) {
+    // "config.json: encoder.d_model ..." -> "<path>: encoder.d_model ..."
+    std::string msg = ex.what();
+    if (msg.rfind(kPrefix, 0) == 0) msg = file + ": " + msg.substr(std::string(kPrefix).size());
+    throw Error(ex.code(), msg);
+  }
+}
+
+// model_dir/config.json, after checking that the directory is one.
+inline std::filesystem::path config_file_of(const std::filesystem::path& model_dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(model_dir, ec))
+    fail(ErrorCode::kNotFound, "model directory {} does not exist", model_dir.string());
+  if (!std::filesystem::is_directory(model_dir, ec))
+    fail(ErrorCode::kInvalidArgument, "{} is a file, not a model directory", model_dir.string());
+  const std::filesystem::path cfg = model_dir / "config.json";
+  if (!std::filesystem::exists(cfg, ec))
+    fail(ErrorCode::kNotFound, "{}: no config.json (not a steno model directory?)", model_dir.string());
+  return cfg;
+}
 
 
 }  // namespace steno::asr::config_json

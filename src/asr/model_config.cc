@@ -113,16 +113,7 @@ EncoderConfig EncoderConfig::from_json(const nlohmann::json& j) {
 ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
   ModelConfig c;
   Section top(&j, "");
-  if (const nlohmann::json* v = top.find("format")) {
-    if (!v->is_string() || v->get<std::string>() != "steno-model")
-      bad("format must be \"steno-model\", got {}", shown(*v));
-  }
-  if (const nlohmann::json* v = top.find("format_version")) {
-    const int version = Section::as_int(*v, "format_version");
-    if (version > kFormatVersion)
-      unsupported("format_version {} is newer than this steno reads ({})", version, kFormatVersion);
-    if (version < 1) bad("format_version must be >= 1, got {}", version);
-  }
+  check_format_header(top, kFormatVersion);
   const std::string model_type = top.string("model_type", "fastconformer_tdt");
   if (model_type == "sortformer")
     bad("model_type is \"sortformer\": a speaker diarization model, not a transcription model (steno diarize "
@@ -171,47 +162,13 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
   return c;
 }
 
-ModelConfig ModelConfig::parse(std::string_view json_text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(json_text.begin(), json_text.end());
-  } catch (const nlohmann::json::exception& ex) {
-    throw Error(ErrorCode::kDataLoss, std::string(kPrefix) + "not valid JSON: " + ex.what());
-  }
-  return from_json(j);
-}
+ModelConfig ModelConfig::parse(std::string_view json_text) { return from_json(parse_text(json_text)); }
 
 ModelConfig ModelConfig::load_file(const std::filesystem::path& config_json) {
-  const std::string file = config_json.string();
-  std::error_code ec;
-  if (!std::filesystem::exists(config_json, ec)) fail(ErrorCode::kNotFound, "{}: no such file", file);
-  if (std::filesystem::is_directory(config_json, ec))
-    fail(ErrorCode::kInvalidArgument, "{}: is a directory, not a config file", file);
-  std::ifstream in(config_json, std::ios::binary);
-  if (!in) fail(ErrorCode::kUnavailable, "{}: cannot read", file);
-  std::stringstream text;
-  text << in.rdbuf();
-  try {
-    return parse(text.str());
-  } catch (const Error& ex) {
-    // "config.json: encoder.d_model ..." -> "<path>: encoder.d_model ..."
-    std::string msg = ex.what();
-    if (msg.rfind(kPrefix, 0) == 0) msg = file + ": " + msg.substr(std::string(kPrefix).size());
-    throw Error(ex.code(), msg);
-  }
+  return ::steno::asr::config_json::load_file(config_json, [](const std::string& text) { return parse(text); });
 }
 
-ModelConfig ModelConfig::load(const std::filesystem::path& model_dir) {
-  std::error_code ec;
-  if (!std::filesystem::exists(model_dir, ec))
-    fail(ErrorCode::kNotFound, "model directory {} does not exist", model_dir.string());
-  if (!std::filesystem::is_directory(model_dir, ec))
-    fail(ErrorCode::kInvalidArgument, "{} is a file, not a model directory", model_dir.string());
-  const std::filesystem::path cfg = model_dir / "config.json";
-  if (!std::filesystem::exists(cfg, ec))
-    fail(ErrorCode::kNotFound, "{}: no config.json (not a steno model directory?)", model_dir.string());
-  return load_file(cfg);
-}
+ModelConfig ModelConfig::load(const std::filesystem::path& model_dir) { return load_file(config_file_of(model_dir)); }
 
 // ---- validation ------------------------------------------------------------------------------------------------
 
