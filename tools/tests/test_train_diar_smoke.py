@@ -39,12 +39,12 @@ class TrainDiarSmoke(unittest.TestCase):
             config = os.path.join(d, "tiny.yaml")
             with open(config, "w", encoding="utf-8") as f:
                 yaml.safe_dump(y, f)
-            out, pool = os.path.join(d, "ckpt"), os.path.join(d, "pool.npz")
+            out, pool = os.path.join(d, "ckpt"), os.path.join(d, "pool")
             common = ["--config", config, "--out", out, "--pool", pool, "--jobs", "2", "--device", "cpu",
                       "--synthesizers", "espeak",
                       "--eval-every", "2", "--val-count", "2"]
             self.assertEqual(train_diar.main(common), 0)
-            self.assertTrue(os.path.exists(pool))
+            self.assertTrue(os.path.exists(os.path.join(pool, "audio.npy")))
             self.assertEqual(train_diar.main(common + ["--resume", "--max-steps", "5"]), 0)
             with open(os.path.join(out, "train.log"), encoding="utf-8") as f:
                 text = f.read()

@@ -103,10 +103,11 @@ def _synth_job(args):
 
 def build_pool(voice_list, per_voice, seed, jobs=None, espeak="espeak-ng", flite="flite", texts=None):
     """{voice index: [int16 utterances]} synthesized in parallel; `texts` (a dict, optional) receives
-    {voice index: [the sentence of each kept utterance]}."""
-    import multiprocessing as mp
+    {voice index: [the sentence of each kept utterance]}. Threads, not processes: the synthesizers run as
+    subprocesses anyway, and forking a process that holds torch's threads can deadlock."""
+    from multiprocessing.pool import ThreadPool
     work = [(i, v, t) for i, v in enumerate(voice_list) for t in utterance_texts(seed, i, per_voice)]
-    with mp.Pool(jobs or os.cpu_count()) as pool:
+    with ThreadPool(jobs or os.cpu_count()) as pool:
         audio = pool.map(_synth_job, [(v, t, espeak, flite) for _, v, t in work], chunksize=8)
     out = {i: [] for i in range(len(voice_list))}
     for (i, _, t), a in zip(work, audio):

@@ -16,7 +16,7 @@ tools/data/unpack_synth_debs.sh "${SYNTH_DEBS:-.debs}" /tmp/synth >/dev/null
 export PATH="/tmp/synth/bin:$PATH" PYTHONUNBUFFERED=1
 ckpt=${CKPT_DIR:-/tmp/diar-ckpt}
 python3 tools/train/train_diar.py --config tools/train/configs/diar-small.yaml --out "$ckpt" \
-  --pool /tmp/diar-pool.npz --synthesizers espeak --jobs "$(( $(nproc) - 1 ))" --resume \
+  --pool /tmp/diar-pool --synthesizers espeak --jobs "$(( $(nproc) - 1 ))" --resume \
   --time-budget-s "$budget" --optim-state none "$@"
 python3 tools/train/train_diar.py --config tools/train/configs/diar-small.yaml --out "$ckpt" \
   --export "$out/steno-sortformer-small" --export-dtype f16

@@ -7,7 +7,7 @@ arrival-ordered speakers plus its permutation-invariant form), then exports a st
                   [--pool POOL.npz] [--export MODEL_DIR [--export-dtype f16]] [--eval-testset DIR]
 
 The speaker pool (training voices x utterances, synthesized with espeak-ng and flite) is built once and cached
-in --pool. Each call trains until max_steps or --time-budget-s, then saves CKPT_DIR/ckpt.pt (optionally in parts,
+in the folder --pool (memory-mapped by the workers). Each call trains until max_steps or --time-budget-s, then saves CKPT_DIR/ckpt.pt (optionally in parts,
 --split-mb); --resume continues from it. --export writes config.json + model.safetensors (f16 by default) from the
 checkpoint. Progress lines go to stdout and CKPT_DIR/train.log.
 """
@@ -62,16 +62,37 @@ def model_configs(y, name="steno-sortformer-small"):
 # ---------------------------------------------------------------------------------------------------------------
 # the speaker pool and the conversation workers
 
-def load_or_build_pool(path, n_voices, per_voice, seed, jobs, with_flite, logf=None):
-    if path and os.path.exists(path):
-        z = np.load(path, allow_pickle=False)
-        voices_json = json.loads(str(z["voices"]))
-        pool = {}
-        for i in range(len(voices_json)):
-            offs = z[f"offsets{i}"]
-            pool[i] = [z[f"audio{i}"][offs[k]:offs[k + 1]] for k in range(len(offs) - 1)]
-        log(f"pool: {len(pool)} voices from {path}", logf)
-        return voices_json, pool
+def save_pool(directory, names, pool):
+    """The pool as memory-mappable files: audio.npy (every utterance, int16, end to end), offsets.npy (utterance k
+    is audio[offsets[k]:offsets[k+1]]), voice.npy (its voice's index) and voices.json (the voices' names)."""
+    os.makedirs(directory, exist_ok=True)
+    utterances = [(i, u) for i in sorted(pool) for u in pool[i]]
+    np.save(os.path.join(directory, "audio.npy"), np.concatenate([u for _, u in utterances]).astype(np.int16))
+    np.save(os.path.join(directory, "offsets.npy"), np.cumsum([0] + [len(u) for _, u in utterances]).astype(np.int64))
+    np.save(os.path.join(directory, "voice.npy"), np.array([i for i, _ in utterances], dtype=np.int32))
+    with open(os.path.join(directory, "voices.json"), "w", encoding="utf-8") as f:
+        json.dump(names, f)
+
+
+def load_pool(directory):
+    """(names, {voice index: [int16 utterance views]}) over memory-mapped files: every worker shares the pages."""
+    with open(os.path.join(directory, "voices.json"), encoding="utf-8") as f:
+        names = json.load(f)
+    audio = np.load(os.path.join(directory, "audio.npy"), mmap_mode="r")
+    offsets = np.load(os.path.join(directory, "offsets.npy"))
+    voice = np.load(os.path.join(directory, "voice.npy"))
+    pool = {i: [] for i in range(len(names))}
+    for k, i in enumerate(voice):
+        pool[int(i)].append(audio[offsets[k]:offsets[k + 1]])
+    return names, pool
+
+
+def load_or_build_pool(directory, n_voices, per_voice, seed, jobs, with_flite, logf=None):
+    """The training voices' pool in `directory` (synthesized and saved there the first time)."""
+    if os.path.exists(os.path.join(directory, "voices.json")):
+        names, pool = load_pool(directory)
+        log(f"pool: {len(pool)} voices from {directory}", logf)
+        return names, pool
     voice_list = dc.voices("train", n_voices, seed, with_flite)
     t0 = time.time()
     pool = dc.build_pool(voice_list, per_voice, seed, jobs)
@@ -80,13 +101,8 @@ def load_or_build_pool(path, n_voices, per_voice, seed, jobs, with_flite, logf=N
     pool = {k: pool[i] for k, i in enumerate(sorted(pool))}
     hours = sum(len(u) for us in pool.values() for u in us) / dc.SR / 3600
     log(f"pool: {len(pool)} voices, {hours:.2f} h synthesized in {time.time() - t0:.0f} s", logf)
-    if path:
-        arrays = {"voices": np.array(json.dumps(names))}
-        for i, us in pool.items():
-            arrays[f"audio{i}"] = np.concatenate(us)
-            arrays[f"offsets{i}"] = np.cumsum([0] + [len(u) for u in us])
-        np.savez(path, **arrays)
-    return names, pool
+    save_pool(directory, names, pool)
+    return load_pool(directory)
 
 
 _POOL = None
@@ -96,6 +112,10 @@ _VOICE_NAMES = None
 def _init_worker(pool, names):
     global _POOL, _VOICE_NAMES
     _POOL, _VOICE_NAMES = pool, names
+
+
+def _init_worker_from(directory):
+    _init_worker(*reversed(load_pool(directory)))
 
 
 def distinct_speakers(rng, names, n):
@@ -163,12 +183,14 @@ def frame_der(probs, targets, mask):
 
 # ---------------------------------------------------------------------------------------------------------------
 
-def batches(pool, names, tcfg, seed, start_step, jobs, prefetch=3):
+def batches(pool_dir, tcfg, seed, start_step, jobs, prefetch=3):
     """Yields (step, [(audio, segments)]) with about batch_seconds padded seconds a batch; the workers compose
-    `prefetch` batches ahead of the training step. Example i of step s is the same whatever the worker count."""
+    `prefetch` batches ahead of the training step. Example i of step s is the same whatever the worker count.
+    Workers come from a fork server (a clean process: forking one that holds torch's threads can deadlock) and map
+    the pool's files."""
     per_batch = max(2, int(tcfg["batch_seconds"] / tcfg["seconds"][1]))
-    ctx = mp.get_context("fork")
-    with ctx.Pool(jobs, initializer=_init_worker, initargs=(pool, names)) as workers:
+    ctx = mp.get_context("forkserver")
+    with ctx.Pool(jobs, initializer=_init_worker_from, initargs=(pool_dir,)) as workers:
         def submit(s):
             return workers.map_async(make_example, [(seed * 1_000_003 + s * 4099 + i, tcfg) for i in range(per_batch)])
         pending = [(s, submit(s)) for s in range(start_step, start_step + prefetch)]
@@ -234,7 +256,7 @@ def main(argv=None):
     ap.add_argument("--out", required=True)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--time-budget-s", type=float, default=None)
-    ap.add_argument("--pool", default=None, help="cache of the synthesized speaker pool (.npz)")
+    ap.add_argument("--pool", default=None, help="folder caching the synthesized speaker pool (default: OUT/pool)")
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--synthesizers", default="espeak,flite",
                     help="voices for the pool: espeak and/or flite (flite needs its 13 MB library at hand)")
@@ -298,14 +320,14 @@ def main(argv=None):
 def train(args, tcfg, cfg, y, model, opt, step, rewarm_from, nparams, dev, ckpt_path, start_time, logf):
     log(f"model: {nparams:,} parameters; step {step}; device {dev}", logf)
     with_flite = "flite" in args.synthesizers.split(",")
-    names, pool = load_or_build_pool(args.pool, tcfg["pool_voices"], tcfg["pool_per_voice"], args.seed, args.jobs,
-                                     with_flite, logf)
+    pool_dir = args.pool or os.path.join(args.out, "pool")
+    load_or_build_pool(pool_dir, tcfg["pool_voices"], tcfg["pool_per_voice"], args.seed, args.jobs, with_flite, logf)
     val = validation_set(args.seed, args.val_count, {**tcfg, "seconds": [30, 60]}, with_flite)
     val_batch = to_tensors(val, cfg["sortformer_modules"]["num_spks"], dev)
     jobs = args.jobs or max(1, (os.cpu_count() or 2) - 1)
     spk = cfg["sortformer_modules"]["num_spks"]
     seen_s, t_last, losses = 0.0, time.time(), []
-    for step, examples in batches(pool, names, tcfg, args.seed, step, jobs):
+    for step, examples in batches(pool_dir, tcfg, args.seed, step, jobs):
         if step >= tcfg["max_steps"] or (args.time_budget_s and time.time() - start_time > args.time_budget_s):
             break
         model.train()
