@@ -33,44 +33,34 @@ TEST_P(ActivationCuda, Relu) {
   }
 }
 
-TEST_P(ActivationCuda, SiluOutOfPlaceAndInPlace) {
-  if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  const DType dt = GetParam();
+// A smooth activation on the GPU against the CPU, out of place and in place, on random inputs in [lo, hi].
+template <typename Op>
+void check_smooth_activation(Op op, DType dt, uint32_t seed, float lo, float hi) {
   Context cpu = Context::cpu(2);
   Context gpu = Context::cuda(0);
-  uint32_t seed = 20;
   for (const Shape& shape : kShapes) {
     SCOPED_TRACE(shape_str(shape));
-    const Tensor x = random_host(shape, seed++, dt, -6.0f, 6.0f);
+    const Tensor x = random_host(shape, seed++, dt, lo, hi);
     Tensor want = host_filled(shape, NAN);
-    silu(cpu, x, want);
+    op(cpu, x, want);
     Tensor y = nan_device(gpu, shape, dt);
-    silu(gpu, upload(gpu, x, dt), y);
+    op(gpu, upload(gpu, x, dt), y);
     EXPECT_TRUE(close_to(download(gpu, y), want, tolerance(dt, kF32Tol)));
     Tensor inplace = upload(gpu, x, dt);
-    silu(gpu, inplace, inplace);
+    op(gpu, inplace, inplace);
     EXPECT_TRUE(close_to(download(gpu, inplace), want, tolerance(dt, kF32Tol)));
   }
 }
 
+TEST_P(ActivationCuda, SiluOutOfPlaceAndInPlace) {
+  if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  check_smooth_activation([](Context& c, const Tensor& x, Tensor& y) { silu(c, x, y); }, GetParam(), 20, -6.0f, 6.0f);
+}
+
 TEST_P(ActivationCuda, SigmoidOutOfPlaceAndInPlace) {
   if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  const DType dt = GetParam();
-  Context cpu = Context::cpu(2);
-  Context gpu = Context::cuda(0);
-  uint32_t seed = 120;
-  for (const Shape& shape : kShapes) {
-    SCOPED_TRACE(shape_str(shape));
-    const Tensor x = random_host(shape, seed++, dt, -12.0f, 12.0f);
-    Tensor want = host_filled(shape, NAN);
-    sigmoid(cpu, x, want);
-    Tensor y = nan_device(gpu, shape, dt);
-    sigmoid(gpu, upload(gpu, x, dt), y);
-    EXPECT_TRUE(close_to(download(gpu, y), want, tolerance(dt, kF32Tol)));
-    Tensor inplace = upload(gpu, x, dt);
-    sigmoid(gpu, inplace, inplace);
-    EXPECT_TRUE(close_to(download(gpu, inplace), want, tolerance(dt, kF32Tol)));
-  }
+  check_smooth_activation([](Context& c, const Tensor& x, Tensor& y) { sigmoid(c, x, y); }, GetParam(), 120, -12.0f,
+                          12.0f);
 }
 
 TEST_P(ActivationCuda, Glu) {
