@@ -194,10 +194,6 @@ Tensor ConformerEncoder::subsample(ops::Context& ctx, const Tensor& features, st
   const bool mask = masked_subsampling_;
   const DType dt = features.dtype();
   Tensor x = features.reshape({batch, 1, features.dim(1), features.dim(2)});
-  if (mask) {
-    x = ops::clone(ctx, x);
-    ops::zero_padded_frames(ctx, x, 2, lengths);
-  }
   auto conv = [&](const Tensor& in, const Tensor& w, const Tensor& b, int stride, int pad, int groups) {
     const int64_t h = (in.dim(2) + 2 * pad - w.dim(2)) / stride + 1;
     const int64_t wd = (in.dim(3) + 2 * pad - w.dim(3)) / stride + 1;
@@ -208,18 +204,45 @@ Tensor ConformerEncoder::subsample(ops::Context& ctx, const Tensor& features, st
   auto shrink = [&] {
     for (auto& len : lengths) len = conv_out_length(len, 2);
   };
-
-  x = conv(x, sub.conv0_w, sub.conv0_b, 2, 1, 1);
-  shrink();
-  if (mask) ops::zero_padded_frames(ctx, x, 2, lengths);
-  ops::relu(ctx, x, x);
-  for (const auto& [dw_w, dw_b, pw_w, pw_b] : sub.stages) {
-    x = conv(x, dw_w, dw_b, 2, 1, static_cast<int>(x.dim(1)));
-    shrink();
-    if (mask) ops::zero_padded_frames(ctx, x, 2, lengths);
+  auto pointwise = [&](const Tensor& pw_w, const Tensor& pw_b) {
     x = conv(x, pw_w, pw_b, 1, 0, 1);
     if (mask) ops::zero_padded_frames(ctx, x, 2, lengths);
     ops::relu(ctx, x, x);
+  };
+
+  size_t next_stage = 0;
+  if (sub.stages.empty()) {  // factor 2: conv.0 alone
+    if (mask) {
+      x = ops::clone(ctx, x);
+      ops::zero_padded_frames(ctx, x, 2, lengths);
+    }
+    x = conv(x, sub.conv0_w, sub.conv0_b, 2, 1, 1);
+    shrink();
+    if (mask) ops::zero_padded_frames(ctx, x, 2, lengths);
+    ops::relu(ctx, x, x);
+  } else {
+    // conv.0, its ReLU and the first depthwise conv in one op (on CUDA one kernel: conv.0's output, the
+    // encoder's largest activation, is never written), then that stage's pointwise conv.
+    const auto& [dw_w, dw_b, pw_w, pw_b] = sub.stages.front();
+    ops::StemFrames frames;
+    frames.in = lengths;
+    shrink();
+    frames.mid = lengths;
+    shrink();
+    frames.out = lengths;
+    const auto half = [](int64_t n) { return conv_out_length(n, 2); };
+    Tensor y = ctx.scratch({batch, sub.conv0_w.dim(0), half(half(x.dim(2))), half(half(x.dim(3)))}, dt);
+    ops::subsampling_stem(ctx, x, sub.conv0_w, sub.conv0_b, dw_w, dw_b, mask ? &frames : nullptr, y);
+    x = y;
+    pointwise(pw_w, pw_b);
+    next_stage = 1;
+  }
+  for (size_t i = next_stage; i < sub.stages.size(); ++i) {
+    const auto& [dw_w, dw_b, pw_w, pw_b] = sub.stages[i];
+    x = conv(x, dw_w, dw_b, 2, 1, static_cast<int>(x.dim(1)));
+    shrink();
+    if (mask) ops::zero_padded_frames(ctx, x, 2, lengths);
+    pointwise(pw_w, pw_b);
   }
   // [B, C, T, F] -> [B, T, C*F] (channel-major flattening), then the output projection.
   const int64_t c = x.dim(1), t = x.dim(2), f = x.dim(3);

@@ -2,6 +2,9 @@
 
 #include "check.h"
 #include "cpu/kernels.h"
+#include "steno/ops/activation.h"
+#include "steno/ops/copy.h"
+#include "steno/ops/elementwise.h"
 #if STENO_HAVE_CUDA
 #include "cuda/kernels.h"
 #endif
@@ -70,6 +73,50 @@ void depthwise_conv1d(Context& ctx, const Tensor& x, const Tensor& w, const Tens
     return;
   }
   cpu::depthwise_conv1d(ctx, x, w, bias, y, pad_left, pad_right);
+}
+
+void subsampling_stem(Context& ctx, const Tensor& x, const Tensor& w0, const Tensor& b0, const Tensor& w_dw,
+                      const Tensor& b_dw, const StemFrames* frames, Tensor& y) {
+  const char* op = "subsampling_stem";
+  check_tensor(op, "x", x, ctx);
+  check_tensor(op, "w0", w0, ctx);
+  check_tensor(op, "w_dw", w_dw, ctx);
+  check_tensor(op, "y", y, ctx);
+  STENO_CHECK(x.rank() == 4 && x.dim(1) == 1, "{}: x must be [B, 1, H, W], got {}", op, shape_str(x.shape()));
+  const int64_t batch = x.dim(0), c = w0.dim(0);
+  STENO_CHECK(w0.shape() == Shape({c, 1, 3, 3}) && w_dw.shape() == Shape({c, 1, 3, 3}),
+              "{}: w0 and w_dw must be [C, 1, 3, 3], got {} and {}", op, shape_str(w0.shape()), shape_str(w_dw.shape()));
+  check_optional(op, "b0", b0, {c}, ctx);
+  check_optional(op, "b_dw", b_dw, {c}, ctx);
+  STENO_CHECK(x.dim(2) >= 1 && x.dim(3) >= 1, "{}: x {} has no frames or no features", op, shape_str(x.shape()));
+  const auto half = [](int64_t n) { return (n - 1) / 2 + 1; };  // 3x3, stride 2, padding 1
+  const int64_t h1 = half(x.dim(2)), w1 = half(x.dim(3));
+  const Shape want = {batch, c, half(h1), half(w1)};
+  STENO_CHECK(y.shape() == want, "{}: y must be {} for x {}, got {}", op, shape_str(want), shape_str(x.shape()),
+              shape_str(y.shape()));
+  if (frames != nullptr)
+    STENO_CHECK(std::ssize(frames->in) == batch && std::ssize(frames->mid) == batch && std::ssize(frames->out) == batch,
+                "{}: frames need {} entries per step, got {}, {} and {}", op, batch, frames->in.size(),
+                frames->mid.size(), frames->out.size());
+  if (y.numel() == 0) return;
+#if STENO_HAVE_CUDA
+  if (!ctx.device().is_cpu() && cuda::subsampling_stem_fits(x)) {
+    STENO_CUDA_KERNEL(op, cuda::subsampling_stem(ctx, x, w0, b0, w_dw, b_dw, frames, y));
+    return;
+  }
+#endif
+  // The sequence itself: the CPU, and inputs wider than the CUDA kernel's tiles.
+  Tensor in = x;
+  if (frames != nullptr) {
+    in = clone(ctx, x);
+    zero_padded_frames(ctx, in, 2, frames->in);
+  }
+  Tensor mid = ctx.scratch({batch, c, h1, w1}, x.dtype());
+  conv2d(ctx, in, w0, b0, mid, 2, 2, 1, 1, 1);
+  if (frames != nullptr) zero_padded_frames(ctx, mid, 2, frames->mid);
+  relu(ctx, mid, mid);
+  conv2d(ctx, mid, w_dw, b_dw, y, 2, 2, 1, 1, static_cast<int>(c));
+  if (frames != nullptr) zero_padded_frames(ctx, y, 2, frames->out);
 }
 
 }  // namespace steno::ops

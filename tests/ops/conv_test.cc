@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <span>
+
 #include "ops_test_util.h"
 #include "steno/ops/norm.h"
 
@@ -157,6 +159,42 @@ TEST_P(ConvTest, SubsamplingChainMatchesDirectDefinition) {
   Tensor y3 = nan_tensor({2, 8, 7, 9});
   conv2d(ctx_, y0, w1, Tensor(), y3, 3, 3, 2, 3, 8);
   EXPECT_TRUE(all_close(y3, naive_conv2d(y0, w1, Tensor(), 3, 3, 2, 3, 8), 1e-5f, 1e-5f));
+}
+
+// subsampling_stem against the naive convolutions, with the frame masks applied by hand: x rows at or past
+// frames.in zero, conv.0's rows at or past frames.mid zero before the ReLU, y's rows at or past frames.out zero.
+TEST_P(ConvTest, SubsamplingStemMatchesMaskedNaiveChain) {
+  const Tensor x = random_tensor({2, 1, 37, 45}, 11);
+  const Tensor w0 = random_tensor({8, 1, 3, 3}, 12), b0 = random_tensor({8}, 13);
+  const Tensor wd = random_tensor({8, 1, 3, 3}, 14), bd = random_tensor({8}, 15);
+  const StemFrames frames{{37, 20}, {19, 10}, {10, 5}};
+  const auto zero_rows = [](Tensor t, const std::vector<int64_t>& keep) {  // [B, C, H, W], rows past keep[b]
+    float* p = t.data<float>();
+    const int64_t c = t.dim(1), h = t.dim(2), w = t.dim(3);
+    for (int64_t b = 0; b < t.dim(0); ++b)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t r = keep[b]; r < h; ++r)
+          for (int64_t i = 0; i < w; ++i) p[((b * c + ch) * h + r) * w + i] = 0.0f;
+    return t;
+  };
+  for (const bool masked : {false, true}) {
+    SCOPED_TRACE(masked ? "masked" : "unmasked");
+    const Tensor in = masked ? zero_rows(Tensor::from_vector(x.to_vector(), x.shape()), frames.in) : x;
+    Tensor mid = Tensor::from_vector(naive_conv2d(in, w0, b0, 2, 2, 1, 1, 1), {2, 8, 19, 23});
+    if (masked) mid = zero_rows(mid, frames.mid);
+    for (float& v : std::span(mid.data<float>(), static_cast<size_t>(mid.numel()))) v = v > 0.0f ? v : 0.0f;
+    Tensor want = Tensor::from_vector(naive_conv2d(mid, wd, bd, 2, 2, 1, 1, 8), {2, 8, 10, 12});
+    if (masked) want = zero_rows(want, frames.out);
+    Tensor y = nan_tensor({2, 8, 10, 12});
+    subsampling_stem(ctx_, x, w0, b0, wd, bd, masked ? &frames : nullptr, y);
+    EXPECT_TRUE(all_close(y, want.to_vector(), 1e-5f, 1e-5f));
+  }
+  Tensor wrong = nan_tensor({2, 8, 19, 23});  // conv.0's shape, not the stem's
+  EXPECT_THROW(subsampling_stem(ctx_, x, w0, b0, wd, bd, nullptr, wrong), Error);
+  const StemFrames short_frames{{37}, {19}, {10}};
+  Tensor y = nan_tensor({2, 8, 10, 12});
+  EXPECT_THROW(subsampling_stem(ctx_, x, w0, b0, wd, bd, &short_frames, y), Error);
+  EXPECT_THROW(subsampling_stem(ctx_, x, w0, b0, random_tensor({8, 1, 5, 5}, 16), bd, nullptr, y), Error);
 }
 
 TEST_P(ConvTest, DepthwiseConv1dMatchesTorch) {

@@ -118,6 +118,18 @@ __global__ void log_normalize_kernel(float* mel, const int64_t* frames, int64_t 
                                                     : m[t * n_mels + f];
 }
 
+// Without normalisation (Sortformer v2's "normalize: none") only the log and the zero rows: one pass with a
+// thread per value, where log_normalize_kernel's per-channel blocks (one per 32 channels and clip) would also
+// take the statistics it does not use (0.7 ms of a 32 x 60 s batch on the H200).
+__global__ void log_only_kernel(float* mel, const int64_t* frames, int64_t batch, int64_t max_frames,
+                                int32_t n_mels, float guard) {
+  const int64_t n_all = batch * max_frames * n_mels;
+  for (int64_t i = thread_index(); i < n_all; i += thread_stride()) {
+    const int64_t row = i / n_mels, t = row % max_frames, b = row / max_frames;
+    mel[i] = t >= frames[b] ? 0.0f : logf(mel[i] + guard);
+  }
+}
+
 }  // namespace
 
 void launch_frames(const float* audio, ClipTable clips, int64_t batch, int64_t max_frames, FrameParams p,
@@ -141,6 +153,12 @@ void launch_power(const float* spec, int64_t rows, int32_t bins, float* power, c
 void launch_log_normalize(float* mel, const int64_t* frames, int64_t batch, int64_t max_frames, int32_t n_mels,
                           float guard, bool per_feature, cudaStream_t stream) {
   if (batch == 0 || n_mels == 0) return;
+  if (!per_feature) {
+    const int64_t n_all = batch * max_frames * n_mels;
+    log_only_kernel<<<ops::cuda::grid_for(n_all), ops::cuda::kThreads, 0, stream>>>(mel, frames, batch, max_frames,
+                                                                                     n_mels, guard);
+    return;
+  }
   const dim3 grid((n_mels + kChannels - 1) / kChannels, static_cast<unsigned>(batch));
   log_normalize_kernel<<<grid, dim3(kChannels, kLanes), 0, stream>>>(mel, frames, max_frames, n_mels, guard,
                                                                       per_feature);

@@ -1,26 +1,30 @@
-// rel_pos_attention on CUDA, two ways to the same maths (include/steno/ops/attention.h):
+// rel_pos_attention on CUDA, three ways to the same maths (include/steno/ops/attention.h):
 //
-// - The GEMM path, when the score matrices of at least one batch item fit the score budget (1 GiB): q·kᵀ and q·posᵀ as
-//   strided-batched cuBLASLt products with f32 outputs, the bias terms u·k_j and v·pos_r and the masked,
-//   rel-shifted softmax in attention_scores.cu, then P·v on cuBLASLt again. Batch items go through in chunks that
-//   keep the f32 scores within the budget. This is where the time goes at serving shapes (up to a few thousand
-//   frames): the products run on cuBLASLt's Hopper kernels, and the softmax is one pass over memory.
-// - The fused kernel (attention.cu): flash-attention style, O(T·w) for a window and no [T, T] matrix, for inputs
-//   too long for the budget (tens of minutes) and for banded attention, whose window the GEMM path would compute
-//   in full.
-// Both keep the scores in f32 until the softmax (the GEMM path's f16/bf16 products accumulate and store in f32),
-// and both mask as the CPU kernel does.
+// - The flash kernel (flash_attention.cu), for full attention in f16/bf16 (heads of up to 128 columns):
+//   the products on the tensor cores with the scores in registers, after the f32 bias terms u·k_j and v·pos_r.
+//   The default there (flash_attention_level 2): 0.59 ms a layer where the GEMM path takes 1.31 at 32 x 750
+//   frames, 8 heads of 64 (bench/results/h200-diar-speed).
+// - The GEMM path, otherwise when the score matrices of at least one batch item fit the score budget (1 GiB): q·kᵀ
+//   and q·posᵀ as strided-batched cuBLASLt products with f32 outputs, the bias terms and the masked, rel-shifted
+//   softmax in attention_scores.cu, then P·v on cuBLASLt again. Batch items go through in chunks that keep the f32
+//   scores within the budget. It writes and rereads the scores (about 4 GB a layer at 32 x 750 frames), which
+//   the flash kernel avoids; it serves f32 and the comparisons ($STENO_FLASH_ATTENTION=0).
+// - The fused CUDA-core kernel (attention.cu): O(T·w) for a window and no [T, T] matrix, for banded attention,
+//   whose window the other two would compute in full, and for f32 inputs too long for the budget.
+// All keep the scores in f32 until the softmax, and all mask as the CPU kernel does.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
 
 #include "check.h"
 #include "kernels.h"
 #include "launch.h"
 #include "attention_launch.h"
+#include "flash_attention_launch.h"
 #include "steno/core/cuda.h"
 #include "steno/core/error.h"
 
@@ -36,6 +40,16 @@ int64_t default_score_budget() {
   return int64_t{1} << 30;
 }
 std::atomic<int64_t> score_budget_bytes{default_score_budget()};
+
+// $STENO_FLASH_ATTENTION: 0 no flash kernels, 1 plain self-attention's only, all (the default): relative-position
+// attention's too (see flash_attention_level).
+int default_flash_level() {
+  const char* level = std::getenv("STENO_FLASH_ATTENTION");
+  if (level == nullptr) return 2;
+  const std::string_view v(level);
+  return v == "0" ? 0 : v == "1" ? 1 : 2;
+}
+std::atomic<int> flash_level{default_flash_level()};
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -150,7 +164,52 @@ void attention_by_gemms(Context& ctx, const Tensor& q, const Tensor& k, const Te
                     std::min(chunk, batch - b0), ac, bd, bias_terms);
 }
 
+// Full attention in one fused tensor-core kernel (flash_attention.cu) after the f32 bias terms.
+void attention_by_flash(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& pos,
+                        const Tensor& pos_bias_u, const Tensor& pos_bias_v, const Tensor& lengths, Tensor& out) {
+  const char* op = "rel_pos_attention";
+  const int64_t batch = q.dim(0), steps = q.dim(1), width = q.dim(2), heads = pos_bias_u.dim(0),
+                dk = pos_bias_u.dim(1), r_max = (pos.dim(0) - 1) / 2, n_pos = 2 * steps - 1;
+  STENO_CHECK(r_max >= steps - 1, "{}: full attention needs pos rows for offsets up to {}", op, steps - 1);
+  STENO_CHECK(heads <= 65535 && batch <= 65535,
+              "{}: CUDA kernel takes at most 65535 heads and batch items, got {} and {}", op, heads, batch);
+  const Dt dt = dt_of(q);
+  const cudaStream_t stream = stream_of(ctx);
+  const char* pos0 = static_cast<const char*>(pos.raw()) + (r_max - (steps - 1)) * width * elem_bytes(q);
+  Tensor bias_terms = ctx.scratch({heads * (batch * steps + n_pos)}, DType::kF32);
+  float* uk = bias_terms.data<float>();
+  float* vp = uk + heads * batch * steps;
+  launch_rel_pos_bias_dots(dt, k.raw(), pos0, pos_bias_u.raw(), pos_bias_v.raw(), uk, vp, batch, steps, heads, dk,
+                           stream);
+  check_launch("rel_pos_attention (bias terms)");
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dk));  // as the CPU kernel rounds it
+  launch_flash_rel_pos_attention(dt, q.raw(), k.raw(), v.raw(), pos0, uk, vp, out.raw(), lengths.data<int32_t>(),
+                                 batch, steps, heads, dk, scale, stream);
+  check_launch(op);
+}
+
 }  // namespace
+
+int flash_attention_level() { return flash_level.load(std::memory_order_relaxed); }
+
+namespace {
+
+// Whether a flash kernel at `level` (1 plain, 2 relative positions) takes a call of batch x heads x steps: below
+// two blocks per SM (one 60 s clip: 12 x 8 = 96 blocks on 132 SMs) each block's serial walk over the keys leaves
+// the device idle, and the GEMM path is faster (11.7 against 15.3 ms for Sortformer at 1 x 60 s), unless the
+// GEMM path cannot take the call (rows past its softmax's limit, or one item's scores past the score budget).
+bool flash_takes(const Context& ctx, int level, int64_t batch, int64_t heads, int64_t steps, int64_t item_bytes) {
+  const int set = flash_attention_level();
+  if (set < level) return false;
+  if (set >= 3) return true;
+  if (steps > rel_pos_softmax_max_steps() || item_bytes > score_budget_bytes.load(std::memory_order_relaxed))
+    return true;
+  const int64_t blocks = batch * heads * ((steps + 63) / 64);
+  return blocks >= 2 * steno::cuda::sm_count(ctx.device().index);
+}
+
+}  // namespace
+void set_flash_attention_level(int level) { flash_level.store(level < 0 ? default_flash_level() : level); }
 
 int64_t attention_score_budget() { return score_budget_bytes.load(); }
 void set_attention_score_budget(int64_t bytes) { score_budget_bytes.store(bytes < 0 ? default_score_budget() : bytes); }
@@ -163,6 +222,12 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
   const int64_t batch = q.dim(0), steps = q.dim(1), heads = pos_bias_u.dim(0), dk = pos_bias_u.dim(1);
   if (out.numel() == 0) return;
   const Tensor lens = upload_lengths(ctx, lengths);
+  const bool full = window.left < 0 && window.right < 0;
+  if (full && flash_rel_pos_attention_supported(dt_of(q), dk) &&
+      flash_takes(ctx, 2, batch, heads, steps, ScoreShape(steps, heads).bytes_per_item())) {
+    attention_by_flash(ctx, q, k, v, pos, pos_bias_u, pos_bias_v, lens, out);
+    return;
+  }
   const ScoreShape shape(steps, heads);
   if (const int64_t chunk = gemm_path_chunk(shape, batch, window); chunk > 0) {
     STENO_CHECK((pos.dim(0) - 1) / 2 >= steps - 1, "{}: full attention needs pos rows for offsets up to {}", op,
@@ -181,14 +246,26 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
   check_launch(op);
 }
 
-// Plain attention (the Sortformer Transformer's): the GEMM path without the positional terms, batch items in
-// chunks whose f32 scores fit the score budget (at least one item per chunk).
+// Plain attention (the Sortformer Transformer's). In f16/bf16 with heads of up to 32 columns, the fused
+// tensor-core kernel (flash_attention.cu; see flash_attention_level); otherwise
+// the GEMM path without the positional terms, batch items in chunks whose f32 scores fit the score budget (at
+// least one item per chunk).
 void self_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
                     const std::vector<int64_t>& lengths, Tensor& out) {
   const char* op = "self_attention";
   detail::check_same_dtype(op, {&q, &k, &v, &out});
   const int64_t batch = q.dim(0), T = q.dim(1), W = q.dim(2), dk = W / heads, eb = elem_bytes(q);
   if (out.numel() == 0) return;
+  const int64_t item_bytes = heads * T * round_up(T, 8) * 4;  // the GEMM path's f32 scores of one item
+  if (flash_self_attention_supported(dt_of(q), dk) && flash_takes(ctx, 1, batch, heads, T, item_bytes)) {
+    STENO_CHECK(heads <= 65535 && batch <= 65535, "{}: CUDA kernel takes at most 65535 heads and batch items, got {} "
+                "and {}", op, heads, batch);
+    const Tensor lens = upload_lengths(ctx, lengths);
+    launch_flash_self_attention(dt_of(q), q.raw(), k.raw(), v.raw(), out.raw(), lens.data<int32_t>(), batch, T, heads,
+                                dk, 1.0f / std::sqrt(static_cast<float>(dk)), stream_of(ctx));
+    check_launch(op);
+    return;
+  }
   if (T > rel_pos_softmax_max_steps())
     fail(ErrorCode::kUnimplemented, "{}: CUDA takes sequences of up to {} frames, got {} (use streaming for longer)",
          op, rel_pos_softmax_max_steps(), T);

@@ -52,6 +52,27 @@ void conv2d(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
   check_launch("conv2d");
 }
 
+bool subsampling_stem_fits(const Tensor& x) {
+  return x.dim(3) <= subsampling_stem_max_width() && x.dim(2) < (int64_t{1} << 30) && x.dim(0) <= 65535;
+}
+
+void subsampling_stem(Context& ctx, const Tensor& x, const Tensor& w0, const Tensor& b0, const Tensor& w_dw,
+                      const Tensor& b_dw, const StemFrames* frames, Tensor& y) {
+  detail::check_same_dtype("subsampling_stem", {&x, &w0, &b0, &w_dw, &b_dw, &y});
+  Tensor frames_dev;
+  if (frames != nullptr) {
+    std::vector<int64_t> all = frames->in;
+    all.insert(all.end(), frames->mid.begin(), frames->mid.end());
+    all.insert(all.end(), frames->out.begin(), frames->out.end());
+    frames_dev = upload_lengths(ctx, all);
+  }
+  launch_subsampling_stem(dt_of(x), x.raw(), w0.raw(), b0.defined() ? b0.raw() : nullptr, w_dw.raw(),
+                          b_dw.defined() ? b_dw.raw() : nullptr,
+                          frames_dev.defined() ? frames_dev.data<int32_t>() : nullptr, y.raw(), x.dim(0), w0.dim(0),
+                          x.dim(2), x.dim(3), stream_of(ctx));
+  check_launch("subsampling_stem");
+}
+
 void depthwise_conv1d(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
                       int pad_left, int pad_right) {
   detail::check_same_dtype("depthwise_conv1d", {&x, &w, &bias, &y});

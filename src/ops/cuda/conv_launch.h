@@ -17,4 +17,12 @@ void launch_depthwise_conv1d(Dt dt, const void* x, const void* w, const void* bi
                              int64_t steps, int64_t channels, int64_t k, int64_t out_steps, int pad_left,
                              cudaStream_t stream);
 
+// subsampling_stem.cu: x [B, 1, h, w] -> y [B, channels, H2, W2] (include/steno/ops/conv.h, subsampling_stem);
+// frames null or [3][batch] int32 (kept frames of x, of the first conv's output, of y).
+void launch_subsampling_stem(Dt dt, const void* x, const void* w0, const void* b0, const void* w_dw,
+                             const void* b_dw, const int32_t* frames, void* y, int64_t batch, int64_t channels,
+                             int64_t h, int64_t w, cudaStream_t stream);
+// The widest x (features) the kernel's shared-memory tiles take.
+int64_t subsampling_stem_max_width();
+
 }  // namespace steno::ops::cuda

@@ -15,6 +15,7 @@
 #include "steno/core/cuda.h"
 #include "steno/core/tensor.h"
 #include "steno/ops/attention.h"
+#include "steno/ops/conv.h"
 #include "steno/ops/context.h"
 
 namespace steno::ops::cuda {
@@ -34,6 +35,10 @@ void conv2d(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
             int stride_w, int pad_h, int pad_w, int groups);
 void depthwise_conv1d(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
                       int pad_left, int pad_right);
+// subsampling_stem in one kernel (subsampling_stem.cu) for x no wider than its tiles take.
+bool subsampling_stem_fits(const Tensor& x);
+void subsampling_stem(Context& ctx, const Tensor& x, const Tensor& w0, const Tensor& b0, const Tensor& w_dw,
+                      const Tensor& b_dw, const StemFrames* frames, Tensor& y);
 
 // ---- norm_cuda.cc + norm.cu ----
 void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, float eps, Tensor& y);
@@ -64,6 +69,13 @@ void rel_pos_attention(Context& ctx, const Tensor& q, const Tensor& k, const Ten
 // item's worth makes the GEMM path work in chunks. A negative value restores the default.
 int64_t attention_score_budget();
 void set_attention_score_budget(int64_t bytes);
+// Which full attentions in f16/bf16 take the flash kernels (flash_attention.cu) where they apply: 0 none, 1 plain
+// self-attention only, 2 relative-position attention too (the default), each when the call has blocks enough to
+// fill the device (attention_cuda.cc, flash_takes), 3 both always (tests). $STENO_FLASH_ATTENTION=0|1|all sets
+// the default (side-by-side comparisons); tests set the level to cover every path; a negative level restores the
+// default.
+int flash_attention_level();
+void set_flash_attention_level(int level);
 
 // ---- fault_cuda.cc + fault.cu (tests of supervision only) ----
 void trap_device(Context& ctx);

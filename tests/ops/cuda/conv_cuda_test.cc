@@ -2,7 +2,8 @@
 // dtype first (so both sides see the same values). conv2d covers the encoder's three shapes (1 -> C 3x3 stride 2,
 // depthwise 3x3 stride 2, pointwise 1x1), a channel multiplier, general grouped convs and odd spatial sizes;
 // depthwise_conv1d covers the Conformer's K 9 pad [4, 4], causal and asymmetric padding, and inputs shorter
-// than the kernel.
+// than the kernel. subsampling_stem's fused kernel is checked against the unfused CUDA ops bit for bit and
+// against the CPU.
 //
 // Tolerances: |gpu - cpu| <= atol + rtol·|cpu|. Both sides accumulate exact products in f32, so the f32 check
 // only absorbs summation order (sums of up to 256 unit terms); f16/bf16 results are the f32 sum rounded to the
@@ -18,9 +19,11 @@
 
 #include "steno/core/cuda.h"
 #include "steno/core/tensor.h"
+#include "steno/ops/activation.h"
 #include "steno/ops/context.h"
 #include "steno/ops/conv.h"
 #include "steno/ops/copy.h"
+#include "steno/ops/elementwise.h"
 
 namespace steno::ops {
 namespace {
@@ -172,6 +175,101 @@ TEST_P(DepthwiseConv1dCuda, MatchesCpu) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, DepthwiseConv1dCuda,
                          ::testing::Combine(::testing::ValuesIn(kDw1dCases),
+                                            ::testing::Values(DType::kF32, DType::kF16, DType::kBF16)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) + "_" +
+                                  dtype_name(std::get<1>(info.param));
+                         });
+
+// ---- subsampling_stem ----
+
+struct StemCase {
+  const char* name;
+  int64_t batch, h, w, channels;
+  std::vector<int64_t> frames;  // of x; empty: no masking
+  bool bias;
+};
+
+const StemCase kStemCases[] = {
+    // 128 mels, masked (Sortformer's and Parakeet v3's), frames cut inside the kernel's 8-frame tiles, 40 channels
+    // (a partial 32-channel group).
+    {"mel128_masked", 3, 75, 128, 40, {75, 30, 1}, true},
+    // 80 mels, unmasked, odd sizes everywhere, no biases.
+    {"mel80_odd", 2, 37, 81, 33, {}, false},
+    // No frames at all: conv.0's one kept frame comes from its bias alone, as in NeMo's masking.
+    {"zero_frames", 2, 9, 16, 8, {0, 9}, true},
+    // Wider than the kernel's tiles take (192 features): the unfused ops run instead.
+    {"wide_unfused", 1, 11, 200, 8, {11}, true},
+};
+
+int64_t half(int64_t n) { return (n + 2 - 3) / 2 + 1; }  // 3x3, stride 2, padding 1 (the encoder's rule)
+
+StemFrames stem_frames(const StemCase& c) {
+  StemFrames f;
+  f.in = c.frames;
+  for (int64_t n : f.in) f.mid.push_back(half(n));
+  for (int64_t n : f.mid) f.out.push_back(half(n));
+  return f;
+}
+
+class SubsamplingStemCuda : public ::testing::TestWithParam<std::tuple<StemCase, DType>> {};
+
+TEST_P(SubsamplingStemCuda, EqualsTheUnfusedOpsAndMatchesCpu) {
+  if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const auto& [c, dt] = GetParam();
+  const bool masked = !c.frames.empty();
+  const StemFrames frames = stem_frames(c);
+  const Tensor x = rounded(uniform({c.batch, 1, c.h, c.w}, 31), dt);
+  const Tensor w0 = rounded(uniform({c.channels, 1, 3, 3}, 32), dt), wd = rounded(uniform({c.channels, 1, 3, 3}, 33), dt);
+  const Tensor b0 = c.bias ? rounded(uniform({c.channels}, 34), dt) : Tensor();
+  const Tensor bd = c.bias ? rounded(uniform({c.channels}, 35), dt) : Tensor();
+  const Shape mid_shape = {c.batch, c.channels, half(c.h), half(c.w)};
+  const Shape ys = {c.batch, c.channels, half(half(c.h)), half(half(c.w))};
+
+  Context gpu = Context::cuda(0);
+  const Tensor gx = upload(gpu, x, dt), gw0 = upload(gpu, w0, dt), gwd = upload(gpu, wd, dt);
+  const Tensor gb0 = upload(gpu, b0, dt), gbd = upload(gpu, bd, dt);
+  Tensor fused = nan_device(gpu, ys, dt);
+  subsampling_stem(gpu, gx, gw0, gb0, gwd, gbd, masked ? &frames : nullptr, fused);
+  const std::vector<float> got = download(gpu, fused);
+
+  // The unfused ops on the GPU, each rounding to dt: the same sums in the same order, so the same bits.
+  Tensor in = masked ? clone(gpu, gx) : gx;
+  if (masked) zero_padded_frames(gpu, in, 2, frames.in);
+  Tensor mid = nan_device(gpu, mid_shape, dt);
+  conv2d(gpu, in, gw0, gb0, mid, 2, 2, 1, 1, 1);
+  if (masked) zero_padded_frames(gpu, mid, 2, frames.mid);
+  relu(gpu, mid, mid);
+  Tensor unfused = nan_device(gpu, ys, dt);
+  conv2d(gpu, mid, gwd, gbd, unfused, 2, 2, 1, 1, static_cast<int>(c.channels));
+  if (masked) zero_padded_frames(gpu, unfused, 2, frames.out);
+  const std::vector<float> want_gpu = download(gpu, unfused);
+  ASSERT_EQ(got.size(), want_gpu.size());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want_gpu[i]) << "element " << i;
+
+  // The CPU sequence in f32, with the first conv's output rounded to dt as the GPU stores it.
+  Context cpu = Context::cpu(1);
+  Tensor cin = masked ? clone(cpu, x) : x;
+  if (masked) zero_padded_frames(cpu, cin, 2, frames.in);
+  Tensor cmid = Tensor::empty(mid_shape);
+  conv2d(cpu, cin, w0, b0, cmid, 2, 2, 1, 1, 1);
+  cmid = rounded(cmid, dt);
+  if (masked) zero_padded_frames(cpu, cmid, 2, frames.mid);
+  relu(cpu, cmid, cmid);
+  Tensor want = Tensor::empty(ys);
+  conv2d(cpu, cmid, wd, bd, want, 2, 2, 1, 1, static_cast<int>(c.channels));
+  if (masked) zero_padded_frames(cpu, want, 2, frames.out);
+  EXPECT_TRUE(close(got, want.to_vector(), tolerance(dt)));
+  // And the op itself on the CPU (the same sequence, unrounded) in f32.
+  if (dt == DType::kF32) {
+    Tensor op_cpu = Tensor::empty(ys);
+    subsampling_stem(cpu, x, w0, b0, wd, bd, masked ? &frames : nullptr, op_cpu);
+    EXPECT_TRUE(close(got, op_cpu.to_vector(), tolerance(dt)));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, SubsamplingStemCuda,
+                         ::testing::Combine(::testing::ValuesIn(kStemCases),
                                             ::testing::Values(DType::kF32, DType::kF16, DType::kBF16)),
                          [](const auto& info) {
                            return std::string(std::get<0>(info.param).name) + "_" +

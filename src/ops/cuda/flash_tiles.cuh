@@ -1,0 +1,71 @@
+// Shared-memory tiles of the flash-attention kernels (flash_attention.cu): rows of a head's columns copied in,
+// zero-padded, with a row stride that keeps ldmatrix's loads free of bank conflicts.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+
+#include "launch_common.cuh"
+
+namespace steno::ops::cuda::flash {
+
+constexpr int kWarps = 4;          // 16 query rows each
+constexpr int kRows = 16 * kWarps; // queries per block
+constexpr int kKeys = 64;          // keys per tile
+
+// A tile's row stride in elements: DP (the head's columns rounded up to 16) plus 8, so consecutive rows start 16
+// bytes apart in the banks (a stride of exactly 64 or 128 bytes puts every row of an ldmatrix on the same banks),
+// and every row starts on a 16-byte boundary, as ldmatrix requires.
+template <int DP>
+constexpr int tile_ld() { return DP + 8; }
+
+// One 16-byte copy from global to shared memory that does not hold up the thread (cp.async, sm_80 and newer);
+// with valid false it writes 16 zero bytes and reads nothing. wait_async_copies() waits for this thread's.
+__device__ __forceinline__ void copy_async_16(void* dst, const void* src, bool valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0));
+#endif
+}
+__device__ __forceinline__ void wait_async_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::);
+#endif
+}
+
+// Copies `count` rows from row r0 of x (rows of `width` elements; only rows in [0, valid) exist) into tile,
+// columns [col0, col0 + dk) to [0, dk), zeros elsewhere in [0, DP). With vec (dk a multiple of 8, x and col0
+// 16-byte aligned) each thread queues 16-byte asynchronous copies, all of a tile's in flight at once (a load per
+// iteration waited for before the next made the kernels latency-bound); the caller then calls
+// wait_async_copies() before its __syncthreads(). Otherwise element by element.
+template <typename T, int DP>
+__device__ __forceinline__ void load_rows(T* __restrict__ tile, int count, const T* __restrict__ x, int64_t r0,
+                                          int64_t valid, int64_t width, int64_t col0, int dk, bool vec) {
+  constexpr int ld = tile_ld<DP>();
+  if (vec) {
+    constexpr int per = Pack<T>::kSize, packs = DP / per;
+    for (int i = threadIdx.x; i < count * packs; i += blockDim.x) {
+      const int r = i / packs, c = (i % packs) * per;
+      const int64_t row = r0 + r;
+      const bool ok = row >= 0 && row < valid && c < dk;
+      copy_async_16(tile + r * ld + c, ok ? x + row * width + col0 + c : x, ok);
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < count * DP; i += blockDim.x) {
+    const int r = i / DP, c = i % DP;
+    const int64_t row = r0 + r;
+    tile[r * ld + c] = (row >= 0 && row < valid && c < dk) ? x[row * width + col0 + c] : from_f32<T>(0.0f);
+  }
+}
+
+// Whether load_rows may take 16 bytes at a time from every row of these tensors' heads.
+template <typename T>
+inline bool vector_rows(int64_t dk, std::initializer_list<const void*> bases) {
+  if (dk % Pack<T>::kSize != 0) return false;
+  for (const void* p : bases)
+    if (!aligned16(p)) return false;
+  return true;
+}
+
+}  // namespace steno::ops::cuda::flash
