@@ -49,7 +49,7 @@ if [ ! -f "$build/testdata/golden-sortformer-tiny/golden.safetensors" ]; then
 fi
 # STENO_GPU_TESTDATA names the testdata/ entries to pack (default: all of them) when the call's size is tight.
 mkdir -p "$stage/testdata"
-read -r -a testdata <<< "${STENO_GPU_TESTDATA:-$(ls "$build/testdata")}"
+read -r -a testdata <<< "${STENO_GPU_TESTDATA:-$(ls "$build/testdata" | tr '\n' ' ')}"  # one line: read takes one
 for d in "${testdata[@]}"; do cp -r "$build/testdata/$d" "$stage/testdata/"; done
 build_abs=$(cd "$build" && pwd)
 
