@@ -151,10 +151,8 @@ int run_transcribe(const TranscribeOptions& opt) {
     for (size_t j = begin; j < end; ++j) {
       FileResult& r = results[order[j]];
       const diar::Diarization& one = d[j - begin];
-      diar::AttributionParams ap;
-      ap.frame_seconds = diarizer->model().frame_seconds();
-      r.turns = diar::speaker_turns(
-          diar::attribute_words(r.transcript.words, one.probs, one.frames, one.num_speakers, ap), ap);
+      r.turns = diar::speaker_transcript(r.transcript, one.probs, one.frames, one.num_speakers,
+                                         diarizer->model().frame_seconds());
       r.speakers = one.active_speakers();
       r.diarize_ms = ms;
     }

@@ -63,6 +63,13 @@ std::vector<SpeakerTurn> speaker_turns(const std::vector<SpeakerWord>& words, co
   return turns;
 }
 
+std::vector<SpeakerTurn> speaker_transcript(const asr::Transcript& transcript, std::span<const float> probs,
+                                            int64_t frames, int speakers, double frame_seconds) {
+  AttributionParams params;
+  params.frame_seconds = frame_seconds;
+  return speaker_turns(attribute_words(transcript.words, probs, frames, speakers, params), params);
+}
+
 std::string turns_to_text(const std::vector<SpeakerTurn>& turns) {
   std::string out;
   for (const SpeakerTurn& t : turns)

@@ -28,7 +28,9 @@ std::optional<ShareMode> parse_share_mode(std::string_view name) {
 }
 
 std::vector<std::string> default_asr_aliases() {
-  return {"whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "default"};
+  // OpenAI's names for its transcription models, so that apps written for OpenAI work unchanged; with a diarizer
+  // served, gpt-4o-transcribe-diarize's diarized_json answers who said what.
+  return {"whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-4o-transcribe-diarize", "default"};
 }
 
 DType ModelConfig::compute_dtype() const {

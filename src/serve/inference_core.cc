@@ -3,7 +3,10 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "steno/core/error.h"
+#include "serve/answer_join.h"
 #include "serve/audio_input.h"
 #include "serve/completer.h"
 #include "serve/stage_durations.h"
@@ -22,6 +25,29 @@ std::unique_ptr<TranscriptionRequest> request_of(Submission& s, const std::strin
   if (s.cancelled) r->cancelled = std::move(s.cancelled);
   r->done = std::move(answer);
   return r;
+}
+
+// The diarization request beside a transcription request (Submission::diarizer): the same audio, client, deadline
+// and cancellation flag, its own model. The audio's warnings stay with the transcription (one copy for the client)
+// and fault injection with the model the client named.
+std::unique_ptr<TranscriptionRequest> diarization_of(const TranscriptionRequest& r, const std::string& model) {
+  auto d = std::make_unique<TranscriptionRequest>();
+  d->id = r.id;
+  d->model = model;
+  d->pcm = r.pcm;
+  d->priority = r.priority;
+  d->arrival = r.arrival;
+  d->deadline = r.deadline;
+  d->cancelled = r.cancelled;
+  d->input_ms = r.input_ms;
+  return d;
+}
+
+ServeError no_diarizer(const std::string& name) {
+  return ServeError(Outcome::kInvalidInput,
+                    name.empty() ? std::string("speakers need a diarization model, and this server serves none")
+                                 : fmt::format("'{}' is not a diarization model served here", name.substr(0, 128)),
+                    "model");
 }
 
 Completion refuse(std::unique_ptr<TranscriptionRequest> request, const ServeError& e) {
@@ -110,14 +136,31 @@ void InferenceCore::submit(Submission s, AnswerFn answer) {
                                                                   kFaultHeader))));
     r->fault = *fault;
   }
+  ServedModel* diarizer = nullptr;
+  double max_audio_seconds = m->info.max_audio_seconds;
+  if (s.diarizer) {
+    diarizer = registry_.find(*s.diarizer, true, "diarization");
+    if (diarizer == nullptr || diarizer->info.task != "diarization")
+      return complete(refuse(std::move(r), no_diarizer(*s.diarizer)));
+    max_audio_seconds = std::min(max_audio_seconds, diarizer->info.max_audio_seconds);
+  }
   try {
-    DecodedInput in = decode_input(s.audio, m->info.max_audio_seconds);
+    DecodedInput in = decode_input(s.audio, max_audio_seconds);
     r->pcm = std::move(in.pcm);
     r->warnings = std::move(in.warnings);
   } catch (const Error& e) {
     return complete(refuse(std::move(r), serve_error(e, s.audio_field)));
   }
   r->input_ms = ms_between(s.received, Clock::now());
+  if (diarizer) {
+    // Decoded once; each model's batcher and executors run their own request, side by side. A failure of one does
+    // not stop the other (the cancellation flag is the client's): it finishes, and the join answers the failure.
+    auto [transcription_done, diarization_done] = join_answers(std::move(r->done));
+    r->done = std::move(transcription_done);
+    std::unique_ptr<TranscriptionRequest> d = diarization_of(*r, diarizer->info.name);
+    d->done = std::move(diarization_done);
+    diarizer->batcher->submit(std::move(d));
+  }
   m->batcher->submit(std::move(r));  // also refuses once drain() has shut it down
 }
 

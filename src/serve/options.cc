@@ -238,8 +238,9 @@ std::vector<Option> make_options() {
                    STENO_FIELD(model.green_sms)));
 
   const std::string diar = "Diarizer";
-  t.push_back(bind(diar, {"diarizer", {}, "DIR", "Also serve this Sortformer diarizer (POST /v1/audio/diarizations), on "
-                                                  "the model's device and dtype (\"\": none)"},
+  t.push_back(bind(diar, {"diarizer", {}, "DIR", "Also serve this Sortformer diarizer (POST /v1/audio/diarizations, and "
+                                                  "speakers in transcripts: diarized_json, diarize=true), on the "
+                                                  "model's device and dtype (\"\": none)"},
                    STENO_FIELD(diarizer.dir)));
   t.push_back(bind(diar, {"diarizer-lanes", {}, "N", "The diarizer's lanes"}, STENO_FIELD(diarizer.lanes)));
   t.push_back(bind(diar, {"diarizer-max-batch", {}, "N", "The diarizer's largest batch"},

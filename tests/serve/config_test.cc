@@ -111,7 +111,8 @@ TEST(ServeConfig, FileFlagsAndTheApiKeyRule) {
 
 TEST(ServeConfig, TheDefaultAliasesAreWhatOpenAIAppsSend) {
   const ServeConfig c;
-  for (const char* name : {"whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "default"})
+  for (const char* name : {"whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-4o-transcribe-diarize",
+                           "default"})
     EXPECT_NE(std::find(c.model.aliases.begin(), c.model.aliases.end(), name), c.model.aliases.end()) << name;
 }
 

@@ -46,6 +46,12 @@ std::vector<SpeakerWord> attribute_words(const std::vector<asr::TimedText>& word
 
 std::vector<SpeakerTurn> speaker_turns(const std::vector<SpeakerWord>& words, const AttributionParams& params = {});
 
+// A transcript's words attributed and grouped into turns (attribute_words, then speaker_turns) with NeMo's
+// parameters and the diarizer's frame: the one join of words and speakers, so that `steno transcribe --diarize`
+// and the server's speaker-attributed answers cannot drift apart.
+std::vector<SpeakerTurn> speaker_transcript(const asr::Transcript& transcript, std::span<const float> probs,
+                                            int64_t frames, int speakers, double frame_seconds);
+
 // Plain text, one turn per line: "speaker_0 [0.00 - 3.52]: Hello there."
 std::string turns_to_text(const std::vector<SpeakerTurn>& turns);
 

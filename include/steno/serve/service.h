@@ -103,6 +103,10 @@ struct Submission {
   // What the client asks for (ModelInfo::task): the default model is the first of this task, and a model of
   // another task is refused (kInvalidInput).
   std::string task = "transcription";
+  // Who spoke too (a transcription only): the same audio also goes to this diarization model ("" = the first one
+  // served), side by side with the transcription, each in its own model's batcher; the one answer carries both
+  // the transcript and the diarization, or the first failure of either. nullopt = the transcription alone.
+  std::optional<std::string> diarizer;
   AudioInput audio;
   std::string audio_field = "file";  // the request field that holds the audio (errors name it): "file", "audio"
   // Lower values are served first (Triton's convention: 1 is the highest priority; 0 = the default level).
@@ -147,7 +151,7 @@ struct TranscriptionResponse {
   double retry_after_s = 0;  // kQueueFull: a hint for Retry-After
   std::string model;         // the served model's name (an unknown one: the name as sent)
   asr::Transcript transcript;  // kOk from a transcription model
-  std::optional<DiarizationResult> diarization;  // kOk from a diarization model
+  std::optional<DiarizationResult> diarization;  // kOk from a diarization model, or with Submission::diarizer
   StageDurations durations;
   int batch_size = 0;            // the batch this request ran in
   double audio_seconds = 0;      // of the decoded audio (0 when it was not decoded)

@@ -4,99 +4,18 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "header_value.h"
 #include "serve/frontend/audio_start.h"
 #include "serve/http/multipart.h"
 #include "transcript_formats.h"
+#include "transcription_form.h"
 
 namespace steno::serve::http {
 namespace {
-
-std::string field(const std::vector<MultipartPart>& parts, std::string_view name) {
-  const MultipartPart* p = find_part(parts, name);
-  return p ? std::string(trim(p->data)) : std::string();
-}
-
-bool has_field(const std::vector<MultipartPart>& parts, std::string_view name) {
-  return find_part(parts, name) != nullptr;
-}
-
-HttpError bad_field(const std::string& param, std::string message) {
-  return HttpError(400, std::move(message), param, "invalid_value");
-}
-
-// The form's fields, checked. Everything steno cannot honour is refused here, before the audio is decoded.
-struct TranscriptionForm {
-  const MultipartPart* file = nullptr;
-  std::string model;
-  ResponseFormat format = ResponseFormat::kJson;
-  VerboseContent verbose;
-};
-
-TranscriptionForm read_form(const std::vector<MultipartPart>& parts) {
-  TranscriptionForm form;
-  form.file = find_part(parts, "file");
-  if (!form.file)
-    throw HttpError(400, "missing required field 'file': send the audio as a multipart file field named 'file'",
-                    "file", "missing_field");
-  form.model = field(parts, "model");  // resolved by the service: a served name, an alias, or "" (the default)
-
-  if (const std::string language = to_lower(field(parts, "language")); !language.empty() && language != "en")
-    throw bad_field("language", fmt::format("language '{}' is not supported: steno's model transcribes English "
-                                            "only (use 'en' or omit the field)",
-                                            language));
-  // `prompt` is accepted and ignored: a transducer has no text context to prime (docs/http-api.md).
-
-  const std::string format_name = field(parts, "response_format");
-  const auto format = parse_response_format(format_name);
-  if (!format)
-    throw bad_field("response_format", fmt::format("response_format '{}' is not one of json, text, srt, vtt, "
-                                                   "verbose_json",
-                                                   format_name));
-  form.format = *format;
-
-  bool any_granularity = false;
-  form.verbose = VerboseContent{false, false};
-  for (const auto& p : parts) {
-    if (p.name != "timestamp_granularities[]" && p.name != "timestamp_granularities") continue;
-    any_granularity = true;
-    const std::string_view g = trim(p.data);
-    if (g == "word") {
-      form.verbose.words = true;
-    } else if (g == "segment") {
-      form.verbose.segments = true;
-    } else {
-      throw bad_field("timestamp_granularities[]",
-                      fmt::format("timestamp granularity '{}' is not one of word, segment", g));
-    }
-  }
-  if (!any_granularity) form.verbose.segments = true;  // OpenAI's default granularity
-  if (any_granularity && form.format != ResponseFormat::kVerboseJson)
-    throw bad_field("timestamp_granularities[]", "timestamp_granularities[] requires response_format=verbose_json");
-
-  if (has_field(parts, "temperature")) {
-    const std::string text = field(parts, "temperature");
-    char* end = nullptr;
-    errno = 0;
-    const double t = std::strtod(text.c_str(), &end);
-    if (text.empty() || errno != 0 || end != text.c_str() + text.size() || !(t >= 0 && t <= 1))
-      throw bad_field("temperature", fmt::format("temperature '{}' is not a number between 0 and 1", text));
-    if (t > 0)
-      throw bad_field("temperature", fmt::format("temperature {} is not supported: steno decodes greedily, so only "
-                                                 "temperature 0 is honoured",
-                                                 text));
-  }
-  if (const std::string stream = to_lower(field(parts, "stream")); !stream.empty() && stream != "false")
-    throw bad_field("stream", "streaming transcription (stream=true) is not supported; omit the field");
-  if (has_field(parts, "include[]") || has_field(parts, "include"))
-    throw bad_field("include[]", "include[] (logprobs) is not supported: steno does not report log-probabilities");
-  return form;
-}
 
 // The parts of a multipart/form-data body (415 for another media type, 400 for a malformed one).
 std::vector<MultipartPart> form_parts(const HttpRequest& request, std::string_view route) {
@@ -119,19 +38,37 @@ std::vector<MultipartPart> form_parts(const HttpRequest& request, std::string_vi
   }
 }
 
+// Whether the server serves a diarization model (`steno serve --diarizer DIR`): speakers need one.
+bool serves_diarizer(const TranscriptionService& service) {
+  for (const ModelInfo& m : service.models())
+    if (m.task == "diarization") return true;
+  return false;
+}
+
 void transcribe(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Responder respond) {
   const auto received = Clock::now();
   const std::vector<MultipartPart> parts = form_parts(request, "/v1/audio/transcriptions");
-  const TranscriptionForm form = read_form(parts);
+  TranscriptionForm form = read_transcription_form(parts);
+  if (form.speakers && !serves_diarizer(ctx->service))
+    throw bad_field(form.speakers_param,
+                    fmt::format("{} needs a diarization model, and this server has none: start it with --diarizer "
+                                "DIR (e.g. steno serve --diarizer models/steno-sortformer-small)",
+                                form.speakers_param == "response_format" ? "response_format=diarized_json"
+                                                                          : form.speakers_param + "=true"));
 
   Submission submission;
   submission.model = form.model;
   submission.default_model_allowed = true;
+  if (form.speakers) submission.diarizer = "";  // the first diarization model served, beside the named one
   submission.audio = EncodedAudio{form.file->data};  // the body outlives the call: the service decodes it now
   submission.audio_field = "file";
   submission.received = received;
-  RenderFn render = [format = form.format, verbose = form.verbose](const TranscriptionResponse& r) {
-    RenderedBody out = render_transcript(r.transcript, format, r.audio_seconds, verbose, r.warnings);
+  RenderFn render = [format = form.format, verbose = form.verbose, speakers = form.speakers,
+                     names = std::move(form.speaker_names)](const TranscriptionResponse& r) {
+    std::optional<SpeakerTranscript> who;
+    if (speakers) who = speaker_transcript(r, names);
+    RenderedBody out = render_transcript(r.transcript, format, r.audio_seconds, verbose, r.warnings,
+                                         who ? &*who : nullptr);
     return HttpResponse::text(200, std::move(out.body), std::move(out.content_type));
   };
   submit_transcription(ctx, request, ApiStyle::kOpenAI, std::move(submission), std::move(render),
@@ -185,13 +122,13 @@ void diarize(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Respo
   if (!file)
     throw HttpError(400, "missing required field 'file': send the audio as a multipart file field named 'file'",
                     "file", "missing_field");
-  std::string format = to_lower(field(parts, "response_format"));
+  std::string format = to_lower(form_field(parts, "response_format"));
   if (format.empty()) format = "json";
   if (format != "json" && format != "rttm")
     throw bad_field("response_format", fmt::format("response_format '{}' is not one of json, rttm", format));
 
   Submission submission;
-  submission.model = field(parts, "model");
+  submission.model = form_field(parts, "model");
   submission.default_model_allowed = true;
   submission.task = "diarization";
   submission.audio = EncodedAudio{file->data};

@@ -1,5 +1,5 @@
-// OpenAI-compatible routes: POST /v1/audio/transcriptions (multipart), GET /v1/models[/{model}], and a clear
-// refusal for /v1/audio/translations. Which request fields are honoured, ignored or refused: docs/http-api.md.
+// OpenAI-compatible routes: POST /v1/audio/transcriptions (multipart; with speakers when a diarizer is served),
+// POST /v1/audio/diarizations, GET /v1/models[/{model}], and a clear refusal for /v1/audio/translations. Which request fields are honoured, ignored or refused: docs/http-api.md.
 #pragma once
 
 #include <memory>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <vector>
 
 namespace steno::serve::http {
@@ -23,6 +24,75 @@ std::vector<asr::TimedText> cues(const asr::Transcript& t, double audio_seconds)
 
 double round_ms(double s) { return std::round(s * 1000.0) / 1000.0; }
 
+// A verbose_json segment: the field set of OpenAI's TranscriptionSegment. steno's greedy TDT decoder has no
+// sampling temperature, log-probabilities or no-speech estimate: those are reported as 0 (docs/http-api.md).
+nlohmann::json verbose_segment(int id, double start, double end, const std::string& text) {
+  return {{"id", id},
+          {"seek", 0},
+          {"start", round_ms(start)},
+          {"end", round_ms(end)},
+          {"text", text},
+          {"tokens", nlohmann::json::array()},
+          {"temperature", 0.0},
+          {"avg_logprob", 0.0},
+          {"compression_ratio", 0.0},
+          {"no_speech_prob", 0.0}};
+}
+
+nlohmann::json usage(double audio_seconds) { return {{"type", "duration"}, {"seconds", round_ms(audio_seconds)}}; }
+
+// verbose_json's segments and words; with speakers, the segments are the speaker turns and every word (and
+// segment) has its speaker's label.
+void add_verbose_content(nlohmann::json& doc, const asr::Transcript& t, double audio_seconds, VerboseContent verbose,
+                         const SpeakerTranscript* speakers) {
+  if (verbose.segments) {
+    nlohmann::json segments = nlohmann::json::array();
+    int id = 0;
+    if (speakers) {
+      for (const diar::SpeakerTurn& turn : speakers->turns) {
+        segments.push_back(verbose_segment(id++, turn.start, turn.end, turn.text));
+        segments.back()["speaker"] = speakers->label(turn.speaker);
+      }
+    } else {
+      for (const auto& s : cues(t, audio_seconds)) segments.push_back(verbose_segment(id++, s.start, s.end, s.text));
+    }
+    doc["segments"] = std::move(segments);
+  }
+  if (verbose.words) {
+    nlohmann::json words = nlohmann::json::array();
+    if (speakers) {
+      for (const diar::SpeakerTurn& turn : speakers->turns)
+        for (const diar::SpeakerWord& w : turn.words)
+          words.push_back({{"word", w.text},
+                           {"start", round_ms(w.start)},
+                           {"end", round_ms(w.end)},
+                           {"speaker", speakers->label(w.speaker)}});
+    } else {
+      for (const auto& w : t.words)
+        words.push_back({{"word", w.text}, {"start", round_ms(w.start)}, {"end", round_ms(w.end)}});
+    }
+    doc["words"] = std::move(words);
+  }
+}
+
+// The SDK's TranscriptionDiarized: one segment per speaker turn (consecutive words of one speaker, broken by a
+// pause over 1 s), typed and identified as OpenAI's are.
+nlohmann::json diarized_json(const asr::Transcript& t, double audio_seconds, const SpeakerTranscript& speakers) {
+  nlohmann::json segments = nlohmann::json::array();
+  for (const diar::SpeakerTurn& turn : speakers.turns)
+    segments.push_back({{"type", "transcript.text.segment"},
+                        {"id", fmt::format("seg_{}", segments.size())},
+                        {"start", round_ms(turn.start)},
+                        {"end", round_ms(turn.end)},
+                        {"text", turn.text},
+                        {"speaker", speakers.label(turn.speaker)}});
+  return {{"task", "transcribe"},
+          {"duration", round_ms(audio_seconds)},
+          {"text", t.text},
+          {"segments", std::move(segments)},
+          {"usage", usage(audio_seconds)}};
+}
+
 }  // namespace
 
 std::optional<ResponseFormat> parse_response_format(std::string_view name) {
@@ -31,7 +101,20 @@ std::optional<ResponseFormat> parse_response_format(std::string_view name) {
   if (name == "srt") return ResponseFormat::kSrt;
   if (name == "vtt") return ResponseFormat::kVtt;
   if (name == "verbose_json") return ResponseFormat::kVerboseJson;
+  if (name == "diarized_json") return ResponseFormat::kDiarizedJson;
   return std::nullopt;
+}
+
+const char* response_format_name(ResponseFormat format) {
+  switch (format) {
+    case ResponseFormat::kJson: return "json";
+    case ResponseFormat::kText: return "text";
+    case ResponseFormat::kSrt: return "srt";
+    case ResponseFormat::kVtt: return "vtt";
+    case ResponseFormat::kVerboseJson: return "verbose_json";
+    case ResponseFormat::kDiarizedJson: return "diarized_json";
+  }
+  return "json";
 }
 
 std::string format_cue_time(double seconds, char millis_separator) {
@@ -41,7 +124,8 @@ std::string format_cue_time(double seconds, char millis_separator) {
 }
 
 RenderedBody render_transcript(const asr::Transcript& t, ResponseFormat format, double audio_seconds,
-                               VerboseContent verbose, const std::vector<std::string>& warnings) {
+                               VerboseContent verbose, const std::vector<std::string>& warnings,
+                               const SpeakerTranscript* speakers) {
   switch (format) {
     case ResponseFormat::kJson: {
       nlohmann::json doc = {{"text", t.text}};
@@ -65,35 +149,18 @@ RenderedBody render_transcript(const asr::Transcript& t, ResponseFormat format, 
       return {out, kText};
     }
     case ResponseFormat::kVerboseJson: {
-      // Field names and types as openai-python's TranscriptionVerbose. steno's greedy TDT decoder has no
-      // sampling temperature, log-probabilities or no-speech estimate: those are reported as 0 (docs/http-api.md).
       nlohmann::json doc = {{"task", "transcribe"},
                             {"language", "english"},
                             {"duration", round_ms(audio_seconds)},
                             {"text", t.text}};
-      if (verbose.segments) {
-        nlohmann::json segments = nlohmann::json::array();
-        int id = 0;
-        for (const auto& s : cues(t, audio_seconds))
-          segments.push_back({{"id", id++},
-                              {"seek", 0},
-                              {"start", round_ms(s.start)},
-                              {"end", round_ms(s.end)},
-                              {"text", s.text},
-                              {"tokens", nlohmann::json::array()},
-                              {"temperature", 0.0},
-                              {"avg_logprob", 0.0},
-                              {"compression_ratio", 0.0},
-                              {"no_speech_prob", 0.0}});
-        doc["segments"] = std::move(segments);
-      }
-      if (verbose.words) {
-        nlohmann::json words = nlohmann::json::array();
-        for (const auto& w : t.words)
-          words.push_back({{"word", w.text}, {"start", round_ms(w.start)}, {"end", round_ms(w.end)}});
-        doc["words"] = std::move(words);
-      }
-      doc["usage"] = {{"type", "duration"}, {"seconds", round_ms(audio_seconds)}};
+      add_verbose_content(doc, t, audio_seconds, verbose, speakers);
+      doc["usage"] = usage(audio_seconds);
+      if (!warnings.empty()) doc["warnings"] = warnings;
+      return {dump(doc), "application/json"};
+    }
+    case ResponseFormat::kDiarizedJson: {
+      if (!speakers) throw std::logic_error("diarized_json rendered without its speakers");
+      nlohmann::json doc = diarized_json(t, audio_seconds, *speakers);
       if (!warnings.empty()) doc["warnings"] = warnings;
       return {dump(doc), "application/json"};
     }

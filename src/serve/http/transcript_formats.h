@@ -2,8 +2,12 @@
 //   json          {"text"}
 //   text          the text and a newline
 //   srt, vtt      one cue per segment (SubRip / WebVTT)
-//   verbose_json  {task, language, duration, text, segments[...], words[...]}, segments and words on request
-// json and verbose_json add "warnings": [...] when the audio was odd although it was served (it ended early).
+//   verbose_json  {task, language, duration, text, segments[...], words[...]}, segments and words on request; with
+//                 speakers (diarize=true) every word has a `speaker` and the segments are speaker turns
+//   diarized_json {task, duration, text, segments[{type, id, start, end, text, speaker}], usage}: the SDK's
+//                 TranscriptionDiarized, one segment per speaker turn
+// json, verbose_json and diarized_json add "warnings": [...] when the audio was odd although it was served (it
+// ended early).
 #pragma once
 
 #include <optional>
@@ -11,13 +15,15 @@
 #include <string_view>
 #include <vector>
 
+#include "serve/frontend/speaker_transcript.h"
 #include "steno/asr/transcript.h"
 
 namespace steno::serve::http {
 
-enum class ResponseFormat { kJson, kText, kSrt, kVtt, kVerboseJson };
+enum class ResponseFormat { kJson, kText, kSrt, kVtt, kVerboseJson, kDiarizedJson };
 
-std::optional<ResponseFormat> parse_response_format(std::string_view name);
+std::optional<ResponseFormat> parse_response_format(std::string_view name);  // "" is json
+const char* response_format_name(ResponseFormat format);
 
 struct RenderedBody {
   std::string body;
@@ -30,9 +36,12 @@ struct VerboseContent {
 };
 
 // `audio_seconds` is the length of the audio the client sent (verbose_json's "duration"). `warnings` (audio that
-// ended early, ...) become a "warnings" array in json and verbose_json; the other formats carry them in headers.
+// ended early, ...) become a "warnings" array in the JSON formats; the other formats carry them in headers.
+// `speakers` is who said what (required by diarized_json; with verbose_json, speakers on words and segments), null
+// for none.
 RenderedBody render_transcript(const asr::Transcript& transcript, ResponseFormat format, double audio_seconds,
-                               VerboseContent verbose = {}, const std::vector<std::string>& warnings = {});
+                               VerboseContent verbose = {}, const std::vector<std::string>& warnings = {},
+                               const SpeakerTranscript* speakers = nullptr);
 
 // "HH:MM:SS,mmm" (SubRip, sep ',') or "HH:MM:SS.mmm" (WebVTT, sep '.').
 std::string format_cue_time(double seconds, char millis_separator);

@@ -117,6 +117,30 @@ TEST(OpenAI, RefusesWhatItCannotHonour) {
        "char"},
       {"-F stream=true", 400, "stream", "not supported"},
       {"-F 'include[]=logprobs'", 400, "include[]", "log-probabilities"},
+      // Speakers: this server has no diarizer, and the fields that need one or cannot be honoured say so.
+      {"-F response_format=diarized_json", 400, "response_format", "start it with --diarizer DIR"},
+      {"-F response_format=verbose_json -F diarize=true", 400, "diarize", "start it with --diarizer DIR"},
+      {"-F response_format=verbose_json -F diarization=true", 400, "diarization", "--diarizer DIR"},
+      {"-F diarize=true", 400, "diarize", "response_format 'json' has no place for them"},
+      {"-F response_format=verbose_json -F diarize=maybe", 400, "diarize", "not true or false"},
+      {"-F response_format=diarized_json -F 'timestamp_granularities[]=segment'", 400, "timestamp_granularities[]",
+       "does not apply to diarized_json"},
+      {"-F 'known_speaker_names[]=agent'", 400, "known_speaker_names[]", "asks for none"},
+      {"-F response_format=diarized_json -F 'known_speaker_names[]=a' -F 'known_speaker_names[]=a'", 400,
+       "known_speaker_names[]", "'a' twice"},
+      {"-F response_format=diarized_json -F 'known_speaker_names[]=speaker_1'", 400, "known_speaker_names[]",
+       "steno's own label"},
+      {"-F response_format=diarized_json -F 'known_speaker_names[]=a' -F 'known_speaker_names[]=b' "
+       "-F 'known_speaker_names[]=c' -F 'known_speaker_names[]=d' -F 'known_speaker_names[]=e'",
+       400, "known_speaker_names[]", "at most 4"},
+      {"-F response_format=diarized_json -F 'known_speaker_names[]=a' -F 'known_speaker_references[]=data:,'", 400,
+       "known_speaker_references[]", "cannot match voices"},
+      {"-F chunking_strategy=manual", 400, "chunking_strategy", "neither 'auto' nor a server_vad object"},
+      {"-F 'chunking_strategy[type]=client_vad'", 400, "chunking_strategy", "is not server_vad"},
+      {"-F 'chunking_strategy[type]=server_vad' -F 'chunking_strategy[threshold]=2'", 400, "chunking_strategy",
+       "between 0 and 1"},
+      {"-F 'chunking_strategy={\"type\":\"server_vad\",\"window\":3}'", 400, "chunking_strategy",
+       "no field 'window'"},
   };
   for (const Case& c : cases) {
     const CurlResult r = curl(s.port(), "/v1/audio/transcriptions", file_arg() + " " + c.args);
@@ -129,6 +153,20 @@ TEST(OpenAI, RefusesWhatItCannotHonour) {
   }
   EXPECT_TRUE(s.service.seen().empty());  // nothing refused reached the core
   EXPECT_EQ(curl(s.port(), "/v1/audio/translations", file_arg()).status, 501);
+}
+
+// chunking_strategy as OpenAI takes it (the SDK sends an object as bracketed fields), checked and then not needed:
+// steno transcribes the whole file as one block.
+TEST(OpenAI, AcceptsOpenAIsChunkingStrategies) {
+  TestServer s;
+  for (const std::string args : {"-F chunking_strategy=auto",
+                                 "-F 'chunking_strategy[type]=server_vad' -F 'chunking_strategy[threshold]=0.5' "
+                                 "-F 'chunking_strategy[prefix_padding_ms]=300' "
+                                 "-F 'chunking_strategy[silence_duration_ms]=500'",
+                                 "-F 'chunking_strategy={\"type\": \"server_vad\", \"threshold\": 0.4}'"}) {
+    const CurlResult r = curl(s.port(), "/v1/audio/transcriptions", file_arg() + " " + args);
+    EXPECT_EQ(r.status, 200) << args << ": " << r.body;
+  }
 }
 
 }  // namespace

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # CTest's openai_node_client (tests/serve/openai_node/CMakeLists.txt):
-#   run_test.sh STENO_BINARY SOURCE_DIR WORK_DIR TESTSET_DIR
+#   run_test.sh STENO_BINARY SOURCE_DIR WORK_DIR TESTSET_DIR DIAR_TESTSET_DIR DIARIZER_DIR
 # 1. installs the openai npm package pinned by package-lock.json into WORK_DIR (in the build tree) with `npm ci`,
 #    skipped while WORK_DIR/node_modules was installed from these package.json/package-lock.json;
-# 2. starts the real `steno serve` on a free loopback port (--port 0) with the bundled model, waits for
-#    /v2/health/ready;
+# 2. starts the real `steno serve` on a free loopback port (--port 0) with the bundled model and the bundled
+#    diarizer (for diarized_json), waits for /v2/health/ready;
 # 3. runs transcriptions.test.mjs (copied next to node_modules, where `import 'openai'` resolves) with `node --test`;
 # 4. stops the server with SIGTERM and checks that it exits 0.
 # Node.js >= 20 and npm are required (openai v6 supports Node.js 20 and later): without them the test fails.
 set -euo pipefail
-[ $# -eq 4 ] || { echo "usage: $0 STENO_BINARY SOURCE_DIR WORK_DIR TESTSET_DIR" >&2; exit 2; }
-steno=$1 src=$2 work=$3 testset=$4
+[ $# -eq 6 ] ||
+  { echo "usage: $0 STENO_BINARY SOURCE_DIR WORK_DIR TESTSET_DIR DIAR_TESTSET_DIR DIARIZER_DIR" >&2; exit 2; }
+steno=$1 src=$2 work=$3 testset=$4 diar_testset=$5 diarizer=$6
 
 fail() { echo "openai_node_client: FAIL: $*" >&2; exit 1; }
 now() { date +%s.%N; }
@@ -41,10 +42,12 @@ else
   echo "openai_node_client: npm ci: $(since "$start") ($(node -p 'require("'"$work"'/node_modules/openai/package.json").version' 2>/dev/null || echo '?'))"
 fi
 
-# 2. The real server: loopback, any free port, the bundled model (no --model; $STENO_MODEL would override it).
+# 2. The real server: loopback, any free port, the bundled model (no --model; $STENO_MODEL would override it) and
+#    the bundled diarizer beside it.
 start=$(now)
 log="$work/server.log"
-env -u STENO_MODEL -u STENO_API_KEY "$steno" serve --host 127.0.0.1 --port 0 >"$log" 2>&1 &
+env -u STENO_MODEL -u STENO_API_KEY "$steno" serve --host 127.0.0.1 --port 0 \
+  --diarizer "$diarizer" >"$log" 2>&1 &
 pid=$!
 stop_server() {
   if kill -0 "$pid" 2>/dev/null; then
@@ -75,7 +78,7 @@ echo "openai_node_client: steno serve ready on 127.0.0.1:$port after $(since "$s
 # 3. The Node test, against the server.
 start=$(now)
 node_rc=0
-STENO_BASE_URL="http://127.0.0.1:$port/v1" STENO_TESTSET="$testset" \
+STENO_BASE_URL="http://127.0.0.1:$port/v1" STENO_TESTSET="$testset" STENO_DIAR_TESTSET="$diar_testset" \
   node --test --test-reporter=spec "$work/transcriptions.test.mjs" || node_rc=$?
 echo "openai_node_client: node --test: $(since "$start"), exit code $node_rc"
 

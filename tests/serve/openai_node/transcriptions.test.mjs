@@ -1,7 +1,8 @@
 // `steno serve` driven by the official `openai` npm package: the SDK's own request encoding (multipart, arrays as
 // `timestamp_granularities[]`), response parsing (JSON vs text by Content-Type) and error mapping (BadRequestError,
-// NotFoundError, ...) against the real server. run_test.sh starts the server and sets STENO_BASE_URL
-// (http://127.0.0.1:PORT/v1) and STENO_TESTSET (tests/data/testset/espeak); run it through CTest:
+// NotFoundError, ...) against the real server, the bundled diarizer beside the model (diarized_json, parsed as the
+// SDK's TranscriptionDiarized). run_test.sh starts the server and sets STENO_BASE_URL (http://127.0.0.1:PORT/v1),
+// STENO_TESTSET (tests/data/testset/espeak) and STENO_DIAR_TESTSET (tests/data/diar-testset); run it through CTest:
 //   ctest --test-dir build -R openai_node_client --output-on-failure
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -12,8 +13,10 @@ import OpenAI, { toFile } from 'openai';
 
 const baseURL = process.env.STENO_BASE_URL;
 const testset = process.env.STENO_TESTSET;
+const diarTestset = process.env.STENO_DIAR_TESTSET;
 assert.ok(baseURL, 'STENO_BASE_URL is not set (run this through run_test.sh)');
 assert.ok(testset, 'STENO_TESTSET is not set (run this through run_test.sh)');
+assert.ok(diarTestset, 'STENO_DIAR_TESTSET is not set (run this through run_test.sh)');
 
 // maxRetries 0: the SDK retries 408/409/429/5xx by default, which would hide a failure or double its time.
 const client = new OpenAI({ baseURL, apiKey: 'sk-dummy-not-checked', maxRetries: 0, timeout: 120_000 });
@@ -44,17 +47,21 @@ function flacSeconds(file) {
   return samples / rate;
 }
 const mainSeconds = flacSeconds(main.file);
+// A two-speaker conversation of the held-out diarization set, its shortest (17 s).
+const conversation = path.join(diarTestset, 'conv06.flac');
 
-// The one served model's id, as a client discovers it.
-let modelId;
-async function model() {
-  if (!modelId) {
-    const ids = [];
-    for await (const m of client.models.list()) ids.push(m.id);
-    assert.equal(ids.length, 1, `expected one served model, got ${JSON.stringify(ids)}`);
-    modelId = ids[0];
+// The served models' ids, as a client discovers them: the transcription model first, then the diarizer.
+let modelIds;
+async function models() {
+  if (!modelIds) {
+    modelIds = [];
+    for await (const m of client.models.list()) modelIds.push(m.id);
+    assert.equal(modelIds.length, 2, `expected the model and the diarizer, got ${JSON.stringify(modelIds)}`);
   }
-  return modelId;
+  return modelIds;
+}
+async function model() {
+  return (await models())[0];
 }
 
 // The error a promise rejects with (fails when it resolves).
@@ -90,11 +97,12 @@ function parseCues(body, kind) {
   });
 }
 
-test('models.list() lists the bundled model, and models.retrieve() returns it', async () => {
+test('models.list() lists the bundled model and diarizer, and models.retrieve() returns it', async () => {
   const id = await model();
   assert.equal(id, 'steno-tdt-small-en');
   const page = await client.models.list();
-  assert.deepEqual(page.data.map((m) => [m.id, m.object, m.owned_by]), [[id, 'model', 'steno']]);
+  assert.deepEqual(page.data.map((m) => [m.id, m.object, m.owned_by]),
+    [[id, 'model', 'steno'], ['steno-sortformer-small', 'model', 'steno']]);
   assert.equal(typeof page.data[0].created, 'number');
   const one = await client.models.retrieve(id);
   assert.equal(one.id, id);
@@ -216,7 +224,7 @@ test('a file that is not audio: BadRequestError (400) naming the problem', async
 });
 
 // What existing OpenAI apps send: OpenAI's own model names reach the served model (default aliases), unchanged.
-for (const name of ['whisper-1', 'default', 'gpt-4o-transcribe']) {
+for (const name of ['whisper-1', 'default', 'gpt-4o-transcribe', 'gpt-4o-transcribe-diarize']) {
   test(`model '${name}' as OpenAI apps send it: the served model's exact reference transcript`, async () => {
     const res = await client.audio.transcriptions.create({ file: fs.createReadStream(main.file), model: name });
     assert.equal(res.text, main.text);
@@ -237,7 +245,7 @@ test('an unknown model: NotFoundError (404) model_not_found listing the served m
   assert.equal(err.code, 'model_not_found');
   assert.equal(err.param, 'model');
   assert.equal(err.type, 'invalid_request_error');
-  assert.match(err.message, /^404 model 'whisper-2' is not served here; available: 'steno-tdt-small-en' \(also: whisper-1, gpt-4o-transcribe, gpt-4o-mini-transcribe, default\)$/);
+  assert.match(err.message, /^404 model 'whisper-2' is not served here; available: 'steno-tdt-small-en' \(also: whisper-1, gpt-4o-transcribe, gpt-4o-mini-transcribe, gpt-4o-transcribe-diarize, default\), 'steno-sortformer-small' \(also: diarizer\)$/);
 
   const err2 = await rejection(client.models.retrieve('whisper-2'));
   assert.ok(err2 instanceof OpenAI.NotFoundError, `models.retrieve: expected NotFoundError, got ${err2}`);
@@ -268,4 +276,79 @@ test('settings steno cannot honour are refused with 400 naming the field; transl
   assert.ok(err instanceof OpenAI.InternalServerError, `expected InternalServerError (501), got ${err}`);
   assert.equal(err.status, 501);
   assert.match(err.message, /translation is not supported/);
+});
+
+test("response_format 'diarized_json' with gpt-4o-transcribe-diarize: the SDK's TranscriptionDiarized", async () => {
+  const res = await client.audio.transcriptions.create({
+    file: fs.createReadStream(conversation),
+    model: 'gpt-4o-transcribe-diarize',
+    response_format: 'diarized_json',
+    chunking_strategy: 'auto',  // what OpenAI requires of this model for audio over 30 s; steno takes it
+  });
+  assert.equal(res.task, 'transcribe');
+  assert.ok(Math.abs(res.duration - flacSeconds(conversation)) <= 0.0015, `duration ${res.duration}`);
+  assert.deepEqual(res.usage, { type: 'duration', seconds: res.duration });
+  assert.ok(res.text.length > 0);
+  assert.ok(Array.isArray(res.segments) && res.segments.length >= 2, `segments: ${JSON.stringify(res.segments)}`);
+  let previousStart = 0;
+  res.segments.forEach((s, i) => {
+    assert.deepEqual(Object.keys(s).sort(), ['end', 'id', 'speaker', 'start', 'text', 'type']);
+    assert.equal(s.type, 'transcript.text.segment');
+    assert.equal(s.id, `seg_${i}`);
+    assert.match(s.speaker, /^speaker_\d$/);
+    assert.ok(s.start >= previousStart && s.end >= s.start && s.end <= res.duration + 0.0005,
+      `segment ${i} [${s.start}, ${s.end}] is not in order inside the audio`);
+    assert.ok(s.text.length > 0, `segment ${i} has no text`);
+    previousStart = s.start;
+  });
+  assert.equal(res.segments.map((s) => s.text).join(' '), res.text);
+  assert.ok(new Set(res.segments.map((s) => s.speaker)).size === 2, 'the conversation has two speakers');
+  for (let i = 1; i < res.segments.length; ++i)  // a turn ends on a speaker change or a pause over 1 s
+    assert.ok(res.segments[i].speaker !== res.segments[i - 1].speaker
+      || res.segments[i].start - res.segments[i - 1].end > 1.0, `segment ${i} neither changes speaker nor pauses`);
+
+  // known_speaker_names (sent by the SDK as known_speaker_names[]): names in the order speakers first speak.
+  const named = await client.audio.transcriptions.create({
+    file: fs.createReadStream(conversation),
+    model: 'gpt-4o-transcribe-diarize',
+    response_format: 'diarized_json',
+    known_speaker_names: ['agent', 'customer'],
+    chunking_strategy: { type: 'server_vad', threshold: 0.5, silence_duration_ms: 500 },
+  });
+  const first = res.segments[0].speaker;
+  assert.deepEqual(named.segments.map((s) => s.speaker),
+    res.segments.map((s) => (s.speaker === first ? 'agent' : 'customer')));
+});
+
+test("verbose_json with diarize=true (NeMo-Speech.cpp's field): every word and segment has a speaker", async () => {
+  const res = await client.audio.transcriptions.create({
+    file: fs.createReadStream(conversation),
+    model: await model(),
+    response_format: 'verbose_json',
+    timestamp_granularities: ['word', 'segment'],
+    diarize: true,
+  });
+  assert.ok(res.words.length > 0 && res.words.every((w) => /^speaker_\d$/.test(w.speaker)), JSON.stringify(res.words));
+  assert.ok(res.segments.every((s) => /^speaker_\d$/.test(s.speaker)));
+  assert.equal(new Set(res.words.map((w) => w.speaker)).size, 2);
+});
+
+test('speakers steno cannot give are refused with 400 naming the field', async () => {
+  const refused = [
+    [{ known_speaker_names: ['agent'], known_speaker_references: ['data:audio/wav;base64,UklGRg=='] },
+      'known_speaker_references[]', /cannot match voices/],
+    [{ timestamp_granularities: ['word'] }, 'timestamp_granularities[]', /does not apply to diarized_json/],
+    [{ known_speaker_names: ['a', 'b', 'c', 'd', 'e'] }, 'known_speaker_names[]', /at most 4/],
+  ];
+  for (const [fields, param, message] of refused) {
+    const err = await rejection(client.audio.transcriptions.create({
+      file: fs.createReadStream(main.file),
+      model: 'gpt-4o-transcribe-diarize',
+      response_format: 'diarized_json',
+      ...fields,
+    }));
+    assert.ok(err instanceof OpenAI.BadRequestError, `${JSON.stringify(fields)}: expected BadRequestError, got ${err}`);
+    assert.equal(err.param, param);
+    assert.match(err.message, message);
+  }
 });
