@@ -45,7 +45,8 @@ std::unique_ptr<TranscriptionRequest> diarization_of(const TranscriptionRequest&
 
 ServeError no_diarizer(const std::string& name) {
   return ServeError(Outcome::kInvalidInput,
-                    name.empty() ? std::string("speakers need a diarization model, and this server serves none")
+                    name.empty() ? std::string("speakers need a diarization model, and this server serves none "
+                                               "(start it with --diarizer DIR)")
                                  : fmt::format("'{}' is not a diarization model served here", name.substr(0, 128)),
                     "model");
 }

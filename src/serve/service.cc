@@ -123,18 +123,6 @@ ModelInfo resolve_model(const TranscriptionService& service, std::string_view na
   throw unknown_model(models, name);
 }
 
-ModelInfo resolve_model_for(const TranscriptionService& service, std::string_view name, std::string_view task,
-                            std::string_view protocol) {
-  ModelInfo m = resolve_model(service, name, false);
-  if (m.task != task)
-    throw ServeError(Outcome::kModelNotFound,
-                     fmt::format("model '{}' answers {} and is not served over {} yet (POST /v1/audio/diarizations "
-                                 "serves it)",
-                                 m.name, m.task, protocol),
-                     "model");
-  return m;
-}
-
 ServeError unknown_model(std::span<const ModelInfo> models, std::string_view name) {
   std::string served;
   for (const ModelInfo& m : models) {

@@ -265,10 +265,10 @@ TEST(ServeDiarizer, DiarizationsOverHttpAreStenoDiarizes) {
   out = run("curl -s -w ' %{http_code}' " + url + "/v1/audio/diarizations -F response_format=srt -F file=@" + wav,
             &code);
   EXPECT_NE(out.find(" 400"), std::string::npos) << out;
-  // KServe serves transcription models only for now, and says so.
+  // KServe serves the diarizer as a model of its own (tests/diar/serve_speakers_test.cc checks its answers).
   out = run("curl -s -w ' %{http_code}' " + url + "/v2/models/diarizer", &code);
-  EXPECT_NE(out.find("not served over KServe yet"), std::string::npos) << out;
-  EXPECT_NE(out.find(" 404"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"platform\":\"steno_sortformer\""), std::string::npos) << out;
+  EXPECT_NE(out.find(" 200"), std::string::npos) << out;
   const nlohmann::json models = nlohmann::json::parse(run("curl -s " + url + "/v1/models", &code));
   ASSERT_EQ(models["data"].size(), 2u);
   EXPECT_EQ(models["data"][1]["id"], "sortformer-tiny");

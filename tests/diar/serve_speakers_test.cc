@@ -2,13 +2,17 @@
 // with the bundled ASR model and diarizer, curl over loopback, one held-out conversation. diarized_json's segments
 // and verbose_json's words (diarize=true) must be exactly what `steno transcribe --diarize` prints for the file
 // (the same models, the same join of words and speakers); known_speaker_names[] relabel speakers in the order they
-// first speak; what steno cannot honour is a 400 naming its field.
+// first speak; what steno cannot honour is a 400 naming its field. KServe v2 serves both models too: the diarizer
+// as a model of its own (segments and rttm outputs, as POST /v1/audio/diarizations and `steno diarize` give them)
+// and the ASR model's `diarize` parameter (word_speakers, the speakers of verbose_json's words).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -66,10 +70,38 @@ class Server {
     return {nl == std::string::npos ? 0 : std::atoi(out.c_str() + nl + 1), out.substr(0, nl)};
   }
 
+  // POST /v2/models/{model}/infer with the conversation as KServe's binary BYTES input (a JSON header, then the
+  // element's 4-byte little-endian length and the file) and the header's `parameters`: status and body.
+  std::pair<int, std::string> infer(const std::string& model, const json& parameters) const {
+    const std::string audio = slurp(kConversation);
+    const json header = {{"id", "conv01"},
+                         {"parameters", parameters},
+                         {"inputs", {{{"name", "audio"}, {"datatype", "BYTES"}, {"shape", {1}},
+                                      {"parameters", {{"binary_data_size", audio.size() + 4}}}}}}};
+    const std::string h = header.dump();
+    const uint32_t n = static_cast<uint32_t>(audio.size());
+    const fs::path body = dir_ / "infer.bin";
+    std::ofstream(body, std::ios::binary) << h << std::string(reinterpret_cast<const char*>(&n), 4) << audio;
+    int code = 0;
+    const std::string out = run("curl -s -w '\\n%{http_code}' http://127.0.0.1:" + std::to_string(port_) +
+                                    "/v2/models/" + model + "/infer -H 'Inference-Header-Content-Length: " +
+                                    std::to_string(h.size()) + "' --data-binary @" + body.string(),
+                                &code);
+    const size_t nl = out.rfind('\n');
+    return {nl == std::string::npos ? 0 : std::atoi(out.c_str() + nl + 1), out.substr(0, nl)};
+  }
+
  private:
   fs::path dir_;
   int port_ = 0;
 };
+
+// A KServe response's outputs by name.
+std::map<std::string, json> outputs_of(const json& response) {
+  std::map<std::string, json> out;
+  for (const json& o : response["outputs"]) out[o["name"].get<std::string>()] = o;
+  return out;
+}
 
 json parsed(const std::pair<int, std::string>& answer) {
   EXPECT_EQ(answer.first, 200) << answer.second;
@@ -78,14 +110,24 @@ json parsed(const std::pair<int, std::string>& answer) {
   return j;
 }
 
-TEST(ServeSpeakers, DiarizedJsonAndVerboseWordsAreStenoTranscribeDiarizes) {
+// `steno ARGS` on the conversation with the bundled models' options; its output, which must be a success.
+std::string steno_on_conversation(const std::string& args) {
   int code = 0;
-  const std::string cli = run(std::string(STENO_BINARY) + " --log-level error transcribe --diarize -f json -m " +
-                                  kAsr.string() + " --diarizer " + kDiarizer.string() + " " + kConversation.string(),
+  const std::string out = run(std::string(STENO_BINARY) + " --log-level error " + args + " " + kConversation.string(),
                               &code);
-  ASSERT_EQ(code, 0) << cli;
-  const json want = json::parse(cli)["files"][0];
-  ASSERT_GT(want["segments"].size(), 2u) << cli;
+  EXPECT_EQ(code, 0) << args << ": " << out;
+  return out;
+}
+
+// What `steno transcribe --diarize -f json` says of the conversation.
+json cli_speakers() {
+  return json::parse(steno_on_conversation("transcribe --diarize -f json -m " + kAsr.string() + " --diarizer " +
+                                           kDiarizer.string()))["files"][0];
+}
+
+TEST(ServeSpeakers, DiarizedJsonAndVerboseWordsAreStenoTranscribeDiarizes) {
+  const json want = cli_speakers();
+  ASSERT_GT(want["segments"].size(), 2u) << want.dump();
 
   const Server server("--model " + kAsr.string() + " --diarizer " + kDiarizer.string());
   ASSERT_GT(server.port(), 0) << server.log();
@@ -157,6 +199,55 @@ TEST(ServeSpeakers, DiarizedJsonAndVerboseWordsAreStenoTranscribeDiarizes) {
   refused("-F model=diarizer -F response_format=diarized_json", "model", "answers diarization, not transcription");
   EXPECT_NE(server.log().find("model=steno-sortformer-small outcome=ok"), std::string::npos)
       << "the diarizer ran as a request of its own model";
+}
+
+TEST(ServeSpeakers, KServeServesTheDiarizerAndTheDiarizeParameter) {
+  int code = 0;
+  const json want = cli_speakers();
+  const json who = json::parse(steno_on_conversation("diarize -f json --diarizer " + kDiarizer.string()))["files"][0];
+  const std::string rttm = steno_on_conversation("diarize --diarizer " + kDiarizer.string());
+
+  const Server server("--model " + kAsr.string() + " --diarizer " + kDiarizer.string());
+  ASSERT_GT(server.port(), 0) << server.log();
+  const std::string base = "http://127.0.0.1:" + std::to_string(server.port());
+
+  // The diarizer's metadata and config name its own platform and outputs.
+  const json meta = json::parse(run("curl -s " + base + "/v2/models/steno-sortformer-small", &code));
+  EXPECT_EQ(meta["platform"], "steno_sortformer");
+  ASSERT_EQ(meta["outputs"].size(), 2u) << meta.dump();
+  EXPECT_EQ(meta["outputs"][0]["name"], "segments");
+  EXPECT_EQ(meta["outputs"][1]["name"], "rttm");
+  const json config = json::parse(run("curl -s " + base + "/v2/models/steno-sortformer-small/config", &code));
+  EXPECT_EQ(config["output"][1]["name"], "rttm");
+  EXPECT_EQ(config["output"][1]["data_type"], "TYPE_STRING");
+
+  // Who spoke when: the JSON of `steno diarize -f json`, and its RTTM (the recording named by the request id).
+  const json diarized = parsed(server.infer("steno-sortformer-small", json::object()));
+  auto out = outputs_of(diarized);
+  ASSERT_EQ(out.size(), 2u) << diarized.dump();
+  const json segments = json::parse(out["segments"]["data"][0].get<std::string>());
+  EXPECT_EQ(segments["segments"], who["segments"]);
+  EXPECT_EQ(segments["speakers"], who["speakers"]);
+  EXPECT_EQ(out["rttm"]["data"][0], rttm);
+
+  // The ASR model with diarize: word_speakers beside the words, the speakers `steno transcribe --diarize` gives.
+  const json transcribed = parsed(server.infer("steno-tdt-small-en", {{"diarize", true}}));
+  out = outputs_of(transcribed);
+  ASSERT_EQ(out.count("word_speakers"), 1u) << transcribed.dump();
+  ASSERT_EQ(out["words"]["data"].size(), want["words"].size());
+  ASSERT_EQ(out["word_speakers"]["data"].size(), want["words"].size());
+  for (size_t i = 0; i < want["words"].size(); ++i) {
+    EXPECT_EQ(out["words"]["data"][i], want["words"][i]["text"]) << i;
+    EXPECT_EQ(out["word_speakers"]["data"][i], want["words"][i]["speaker"]) << i;
+  }
+  // Without it, no word_speakers; asked for without it, or diarize on the diarizer: 400 saying why.
+  EXPECT_EQ(outputs_of(parsed(server.infer("steno-tdt-small-en", json::object()))).count("word_speakers"), 0u);
+  const auto [status, body] = server.infer("steno-sortformer-small", {{"diarize", true}});
+  EXPECT_EQ(status, 400) << body;
+  EXPECT_NE(body.find("'diarize' is for transcription models"), std::string::npos) << body;
+  const auto [bad_status, bad_body] = server.infer("steno-tdt-small-en", {{"diarize", "maybe"}});
+  EXPECT_EQ(bad_status, 400) << bad_body;
+  EXPECT_NE(bad_body.find("true or false"), std::string::npos) << bad_body;
 }
 
 }  // namespace

@@ -227,10 +227,6 @@ std::optional<size_t> find_model_index(std::span<const ModelInfo> models, std::s
 // The served model a client means by `name`: a served name or an alias of one (exact, case-sensitive); "" is the
 // default model where `default_allowed`. Anything else throws kModelNotFound listing what is served.
 ModelInfo resolve_model(const TranscriptionService& service, std::string_view name, bool default_allowed);
-// resolve_model for a protocol that serves models of one task only (KServe: transcription): a model of another
-// task is kModelNotFound, saying where it is served instead.
-ModelInfo resolve_model_for(const TranscriptionService& service, std::string_view name, std::string_view task,
-                            std::string_view protocol);
 // The kModelNotFound error for `name`, listing `models` with their aliases.
 ServeError unknown_model(std::span<const ModelInfo> models, std::string_view name);
 

@@ -70,7 +70,8 @@ void submit(const std::shared_ptr<GrpcContext>& ctx, const std::shared_ptr<Infer
     submission.refused = ServeError(Outcome::kCancelled, "the call was cancelled before its audio was decoded");
   } else if (!submission.refused) {
     try {
-      prepared = prepare_inference(body);  // its audio is a view into `body`, alive until submit returns
+      prepared = prepare_inference(body, submission.task);  // its audio is a view into `body`, alive until submit
+      if (prepared.diarize) submission.diarizer = "";          // returns; speakers from the first diarizer served
       submission.audio = std::move(prepared.audio);
       submission.priority = prepared.priority;
       if (prepared.timeout) submission.deadline = std::min(submission.deadline, submission.received + *prepared.timeout);
@@ -79,7 +80,7 @@ void submit(const std::shared_ptr<GrpcContext>& ctx, const std::shared_ptr<Infer
     }
   }
   AnswerFn answer = [state, client_id = body.id.value_or(""), outputs = std::move(prepared.outputs),
-                     id = submission.id](TranscriptionResponse r) {
+                     id = submission.id, task = submission.task](TranscriptionResponse r) {
     const auto add_warnings = [&] {
       for (const std::string& w : r.warnings) state->call->AddTrailingMetadata(kWarningHeaderKey, w);
     };
@@ -95,7 +96,9 @@ void submit(const std::shared_ptr<GrpcContext>& ctx, const std::shared_ptr<Infer
     }
     state->finish(Status::OK, [&] {
       add_warnings();
-      fill_infer_response(r.model, client_id, make_outputs(r.transcript, outputs), state->response);
+      fill_infer_response(r.model, client_id,
+                          make_outputs(r, outputs, task, client_id.empty() ? std::string("audio") : client_id),
+                          state->response);
     });
   };
   ctx->service.submit(std::move(submission), std::move(answer));
@@ -126,7 +129,9 @@ void InferCall::begin(std::shared_ptr<GrpcContext> ctx, const inference::ModelIn
     return;
   }
   try {
-    submission.model = resolve_model_for(ctx->service, request.model_name(), "transcription", "KServe").name;
+    const ModelInfo model = resolve_model(ctx->service, request.model_name(), false);
+    submission.model = model.name;
+    submission.task = model.task;
   } catch (const ServeError& e) {
     state_->finish(grpc_status(e));
     return;

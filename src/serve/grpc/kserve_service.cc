@@ -26,7 +26,7 @@ const char* const kExtensions[] = {"statistics", "schedule_policy"};
 
 std::variant<ModelInfo, Status> KServeService::find_model(const std::string& name, const std::string& version) const {
   try {
-    ModelInfo model = resolve_model_for(ctx_->service, name, "transcription", "KServe");
+    ModelInfo model = resolve_model(ctx_->service, name, false);
     if (!is_served_version(version))
       return Status(StatusCode::NOT_FOUND, fmt::format("model '{}' has no version '{}' (steno serves version 1)",
                                                        model.name, version.substr(0, 64)));
@@ -77,7 +77,8 @@ std::variant<ModelInfo, Status> KServeService::find_model(const std::string& nam
   if (auto denied = check_api_key(*call, ctx_->options.api_key)) return finish(call, *denied);
   const auto model = find_model(request->name(), request->version());
   if (const auto* missing = std::get_if<Status>(&model)) return finish(call, *missing);
-  fill_model_metadata(kserve_model_metadata(std::get<ModelInfo>(model).name), response);
+  const ModelInfo& found = std::get<ModelInfo>(model);
+  fill_model_metadata(kserve_model_metadata(found.name, found.task), response);
   return finish(call, Status::OK);
 }
 

@@ -15,9 +15,10 @@
 namespace steno::serve::http {
 namespace {
 
-// The model a /v2/models/{model}[/versions/{version}] path names (its name or an alias); 404 when it is not served.
+// The model a /v2/models/{model}[/versions/{version}] path names (its name or an alias), transcription or
+// diarization; 404 when it is not served.
 ModelInfo model_of(const ApiContext& ctx, const HttpRequest& request) {
-  const ModelInfo model = resolve_model_for(ctx.service, request.params.at("model"), "transcription", "KServe");
+  const ModelInfo model = resolve_model(ctx.service, request.params.at("model"), false);
   if (const auto v = request.params.find("version"); v != request.params.end() && !is_served_version(v->second))
     throw HttpError(404, fmt::format("model '{}' has no version '{}' (steno serves version 1)", model.name, v->second));
   return model;
@@ -36,8 +37,8 @@ nlohmann::json tensors_json(const std::vector<TensorSpec>& tensors) {
   return out;
 }
 
-nlohmann::json model_metadata(const std::string& name) {
-  const KServeModelMetadata m = kserve_model_metadata(name);
+nlohmann::json model_metadata(const ModelInfo& model) {
+  const KServeModelMetadata m = kserve_model_metadata(model.name, model.task);
   return {{"name", m.name},
           {"versions", m.versions},
           {"platform", m.platform},
@@ -45,8 +46,14 @@ nlohmann::json model_metadata(const std::string& name) {
           {"outputs", tensors_json(m.outputs)}};
 }
 
+// Triton's data_type names for KServe's datatypes.
+std::string config_type(const std::string& datatype) { return datatype == "BYTES" ? "TYPE_STRING" : "TYPE_" + datatype; }
+
 nlohmann::json model_config(const ModelInfo& m) {
   auto param = [](const auto& v) { return nlohmann::json{{"string_value", fmt::format("{}", v)}}; };
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const TensorSpec& t : kserve_model_metadata(m.name, m.task).outputs)
+    outputs.push_back({{"name", t.name}, {"data_type", config_type(t.datatype)}, {"dims", t.shape}});
   return {{"name", m.name},
           {"platform", m.platform},
           {"backend", "steno"},
@@ -54,10 +61,7 @@ nlohmann::json model_config(const ModelInfo& m) {
           // 0: clients send one clip per request; steno batches requests itself (dynamic_batching below).
           {"max_batch_size", 0},
           {"input", {{{"name", kAudioInput}, {"data_type", "TYPE_STRING"}, {"dims", {1}}}}},
-          {"output",
-           {{{"name", "text"}, {"data_type", "TYPE_STRING"}, {"dims", {1}}},
-            {{"name", "words"}, {"data_type", "TYPE_STRING"}, {"dims", {-1}}},
-            {{"name", "word_timestamps"}, {"data_type", "TYPE_FP32"}, {"dims", {-1, 2}}}}},
+          {"output", outputs},
           {"dynamic_batching", {{"max_queue_delay_microseconds", m.max_queue_delay_us}}},
           {"instance_group", {{{"count", m.executors}, {"kind", m.on_gpu ? "KIND_GPU" : "KIND_CPU"}}}},
           {"parameters",
@@ -127,13 +131,16 @@ std::optional<size_t> json_header_length(const HttpRequest& request) {
 void infer(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Responder respond) {
   Submission submission;
   submission.received = Clock::now();
-  submission.model = model_of(*ctx, request).name;
+  const ModelInfo model = model_of(*ctx, request);
+  submission.model = model.name;
+  submission.task = model.task;
   submission.audio_field = kAudioInput;
   InferRequestBody body;  // the audio is a view into it: it lives until submit returns
   PreparedInference prepared;
   try {
     body = parse_infer_request(request.body, json_header_length(request));
-    prepared = prepare_inference(body);
+    prepared = prepare_inference(body, model.task);
+    if (prepared.diarize) submission.diarizer = "";  // the first diarization model served, beside this one
     submission.audio = std::move(prepared.audio);
     submission.priority = prepared.priority;
     if (prepared.timeout) submission.deadline = submission.received + *prepared.timeout;
@@ -142,8 +149,10 @@ void infer(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Respond
   } catch (const Error& e) {
     submission.refused = serve_error(e);
   }
-  RenderFn render = [id = body.id, outputs = std::move(prepared.outputs)](const TranscriptionResponse& r) {
-    return encode_infer_response(r.model, id, make_outputs(r.transcript, outputs));
+  RenderFn render = [id = body.id, outputs = std::move(prepared.outputs),
+                     task = model.task](const TranscriptionResponse& r) {
+    // The RTTM recording is named by the request's id (KServe's own request field), else "audio".
+    return encode_infer_response(r.model, id, make_outputs(r, outputs, task, id.value_or("audio")));
   };
   submit_transcription(ctx, request, ApiStyle::kKServe, std::move(submission), std::move(render), std::move(respond));
 }
@@ -186,7 +195,7 @@ void add_kserve_routes(Router& router, const std::shared_ptr<ApiContext>& ctx) {
     respond(HttpResponse::json(200, statistics_json(ctx->service.statistics(names_of(ctx->service.models()))).dump()));
   });
   add_model_route(router, "GET", "", [ctx](HttpRequest& request, Responder respond) {
-    respond(HttpResponse::json(200, model_metadata(model_of(*ctx, request).name).dump()));
+    respond(HttpResponse::json(200, model_metadata(model_of(*ctx, request)).dump()));
   });
   add_model_route(router, "GET", "/ready", [ctx](HttpRequest& request, Responder respond) {
     model_of(*ctx, request);

@@ -2,14 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cctype>
-#include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
 
 #include "header_value.h"
 #include "serve/frontend/audio_start.h"
+#include "serve/frontend/diarization_formats.h"
 #include "serve/http/multipart.h"
 #include "transcript_formats.h"
 #include "transcription_form.h"
@@ -75,11 +74,6 @@ void transcribe(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Re
                        std::move(respond));
 }
 
-// "speaker_0", ...: how steno names a diarization model's outputs (as `steno diarize` does).
-std::string speaker_label(int speaker) { return fmt::format("speaker_{}", speaker); }
-
-double milliseconds(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
-
 // An RTTM recording id from an uploaded file's name: its stem, whitespace made '_'; "audio" without one.
 std::string rttm_file_id(const MultipartPart& file) {
   std::string name = file.filename.value_or("");
@@ -88,28 +82,6 @@ std::string rttm_file_id(const MultipartPart& file) {
   for (char& c : name)
     if (std::isspace(static_cast<unsigned char>(c)) != 0) c = '_';
   return name.empty() ? "audio" : name;
-}
-
-// Who spoke when, as `steno diarize -f json` gives each file: duration, the speakers heard, segments.
-std::string diarization_json(const DiarizationResult& d, double audio_seconds) {
-  std::vector<int> heard;
-  for (const SpeakerSegmentResult& s : d.segments) heard.push_back(s.speaker);
-  std::sort(heard.begin(), heard.end());
-  heard.erase(std::unique(heard.begin(), heard.end()), heard.end());
-  nlohmann::ordered_json speakers = nlohmann::ordered_json::array(), segments = nlohmann::ordered_json::array();
-  for (const int s : heard) speakers.push_back(speaker_label(s));
-  for (const SpeakerSegmentResult& s : d.segments)
-    segments.push_back({{"speaker", speaker_label(s.speaker)}, {"start", milliseconds(s.start)},
-                        {"end", milliseconds(s.end)}});
-  return nlohmann::ordered_json{{"duration", audio_seconds}, {"speakers", speakers}, {"segments", segments}}.dump();
-}
-
-std::string diarization_rttm(const DiarizationResult& d, const std::string& file_id) {
-  std::string out;
-  for (const SpeakerSegmentResult& s : d.segments)
-    out += fmt::format("SPEAKER {} 1 {:.3f} {:.3f} <NA> <NA> {} <NA> <NA>\n", file_id, s.start, s.end - s.start,
-                       speaker_label(s.speaker));
-  return out;
 }
 
 // POST /v1/audio/diarizations: who spoke when, from a diarization model (`steno serve --diarizer DIR`). Fields:

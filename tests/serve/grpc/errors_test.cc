@@ -63,6 +63,9 @@ TEST(GrpcBadInput, Matrix) {
   r = bytes_request(flac);
   r.add_outputs()->set_name("logits");
   EXPECT_STATUS(infer(*stub, r), StatusCode::INVALID_ARGUMENT, "unknown output 'logits'");
+  r = bytes_request(flac);
+  r.add_outputs()->set_name("word_speakers");  // speakers need the diarize parameter (and a diarizer served)
+  EXPECT_STATUS(infer(*stub, r), StatusCode::INVALID_ARGUMENT, "'diarize'");
 
   // Audio that is not audio, or none.
   EXPECT_STATUS(infer(*stub, bytes_request("")), StatusCode::INVALID_ARGUMENT, "empty");

@@ -91,13 +91,14 @@ TEST(GrpcMetadata, ServerAndModel) {
   EXPECT_EQ(m.inputs(0).name(), "audio");
   EXPECT_EQ(m.inputs(0).datatype(), "BYTES");
   EXPECT_EQ(std::vector<int64_t>(m.inputs(0).shape().begin(), m.inputs(0).shape().end()), std::vector<int64_t>{1});
-  ASSERT_EQ(m.outputs_size(), 3);
+  ASSERT_EQ(m.outputs_size(), 4);  // text, words, word_timestamps, and word_speakers (with diarize)
   EXPECT_EQ(m.outputs(0).name(), "text");
   EXPECT_EQ(m.outputs(1).name(), "words");
   EXPECT_EQ(m.outputs(2).name(), "word_timestamps");
   EXPECT_EQ(m.outputs(2).datatype(), "FP32");
   EXPECT_EQ(std::vector<int64_t>(m.outputs(2).shape().begin(), m.outputs(2).shape().end()),
             (std::vector<int64_t>{-1, 2}));
+  EXPECT_EQ(m.outputs(3).name(), "word_speakers");
 
   ClientContext c3;
   prepare(c3);

@@ -75,7 +75,8 @@ TEST(KServe, HealthMetadataAndConfig) {
   const json meta = json::parse(c.request("GET", "/v2/models/steno-tdt-small-en").body);
   EXPECT_EQ(meta["name"], FakeService::kModel);
   EXPECT_EQ(meta["inputs"][0], (json{{"name", "audio"}, {"datatype", "BYTES"}, {"shape", {1}}}));
-  EXPECT_EQ(meta["outputs"].size(), 3u);
+  EXPECT_EQ(meta["outputs"].size(), 4u);  // text, words, word_timestamps, and word_speakers (with diarize)
+  EXPECT_EQ(meta["outputs"][3]["name"], "word_speakers");
 
   const json config = json::parse(c.request("GET", "/v2/models/steno-tdt-small-en/config").body);
   EXPECT_EQ(config["input"][0]["data_type"], "TYPE_STRING");
