@@ -13,19 +13,8 @@
 #   mkdir -p /tmp/steno && tar xf gpu-pkg/steno-gpu.tar.xz -C /tmp/steno && bench/run_gpu_diar_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-${OUT:-/tmp/steno-diar-out}}
-pkg=${STENO_PKG:-/tmp/steno}
-mkdir -p "$out/logs"
-status=0
-run() {  # run NAME LIMIT_S PROGRAM ARGS...: output to logs/NAME.log, tail echoed
-  local name=$1 limit=$2
-  shift 2
-  echo "== $name"
-  timeout --kill-after=10 "$limit" "$pkg/run.sh" "$@" >"$out/logs/$name.log" 2>&1 || { echo "$name FAILED"; status=1; }
-  grep -E "PASSED|FAILED|measured|BM_|error" "$out/logs/$name.log" | tail -20
-}
-{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; nproc; date -u; } \
-  >"$out/h200-diar-machine.txt" 2>&1
+source bench/gpu_diar_common.sh
+machine_info "$out/h200-diar-machine.txt"
 run features 120 asr_cuda_test --gtest_filter="*CudaFeatures*"
 run ops 120 ops_cuda_test --gtest_filter='*Sigmoid*:*SelfAttention*'
 run engine 180 diar_cuda_test
