@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "compute_options.h"
 #include "diarizer_options.h"
+#include "speech_cuts.h"
 #include "steno/asr/transcriber.h"
 #include "steno/audio/decode.h"
 #include "steno/core/error.h"
@@ -32,6 +33,7 @@ struct TranscribeOptions {
   std::vector<std::string> files;
   bool diarize = false;
   DiarizerOptions diarizer;
+  std::string vad = "auto";
 };
 
 struct FileResult {
@@ -87,6 +89,7 @@ nlohmann::ordered_json result_json(const InputFile& f, const FileResult& r, bool
 int run_transcribe(const TranscribeOptions& opt) {
   STENO_CHECK(opt.format == "text" || opt.format == "json", "--format must be text or json, got '{}'", opt.format);
   STENO_CHECK(opt.batch_size >= 1, "--batch-size must be >= 1");
+  const vad::VadMode vad_mode = vad::parse_vad_mode(opt.vad);
   Compute compute = make_compute(opt.compute);
   const Device device = compute.device;
   const DType dtype = compute.dtype;
@@ -115,6 +118,8 @@ int run_transcribe(const TranscribeOptions& opt) {
   std::vector<InputFile> files = decode_files(opt.files, limits, model->sample_rate());
   std::vector<FileResult> results(files.size());
   const std::vector<size_t> order = by_length(files);
+  // With the VAD, a file's clip is its speech alone; a file with none is not run at all (an empty transcript).
+  const std::vector<std::optional<vad::SpeechAudio>> speech = cut_to_speech(files, vad_mode, model->sample_rate());
 
   const auto run_start = std::chrono::steady_clock::now();
   double audio_done = 0;
@@ -122,12 +127,21 @@ int run_transcribe(const TranscribeOptions& opt) {
   for (size_t begin = 0; begin < order.size(); begin += opt.batch_size, ++batch_index) {
     const size_t end = std::min(order.size(), begin + opt.batch_size);
     std::vector<std::span<const float>> clips;
-    for (size_t j = begin; j < end; ++j) clips.emplace_back(files[order[j]].samples);
-    asr::StageTimings timings;
-    std::vector<asr::Transcript> out = transcriber.transcribe(clips, &timings);
+    std::vector<size_t> run;  // the batch's files that have audio to transcribe
     for (size_t j = begin; j < end; ++j) {
+      const auto& cut = speech[order[j]];
+      if (cut && cut->pcm.empty()) continue;
+      clips.emplace_back(cut ? std::span<const float>(cut->pcm) : std::span<const float>(files[order[j]].samples));
+      run.push_back(j);
+    }
+    asr::StageTimings timings;
+    std::vector<asr::Transcript> out;
+    if (!clips.empty()) out = transcriber.transcribe(clips, &timings);
+    for (size_t j = begin, next = 0; j < end; ++j) {
       FileResult& r = results[order[j]];
-      r.transcript = std::move(out[j - begin]);
+      if (next < run.size() && run[next] == j) r.transcript = std::move(out[next++]);
+      if (const auto& cut = speech[order[j]])
+        vad::restore_timeline(r.transcript, *cut, model->sample_rate(), model->frame_seconds());
       r.timings = timings;
       r.batch = batch_index;
       audio_done += r.transcript.audio_seconds;
@@ -213,6 +227,10 @@ Run add_transcribe_command(CLI::App& app) {
   cmd->add_flag("--diarize", opt->diarize,
                 "Tag every word with its speaker and print speaker turns (NeMo's SpeakerTaggedASR rule)");
   opt->diarizer.add_to(cmd);
+  cmd->add_option("--vad", opt->vad,
+                  "Voice activity detection: transcribe only the speech (Silero VAD; docs/vad.md): off, on, or auto "
+                  "(recordings over 30 s)")
+      ->check(CLI::IsMember({"off", "on", "auto"}));
   return [opt] { return run_transcribe(*opt); };
 }
 

@@ -8,6 +8,7 @@
 
 #include "steno/core/device.h"
 #include "steno/core/error.h"
+#include "steno/vad/vad.h"
 
 namespace steno::serve {
 
@@ -69,6 +70,7 @@ namespace {
 void validate_model(const ModelConfig& m, bool fault_injection) {
   const bool workers = uses_worker_processes(m.share);
   STENO_CHECK(m.max_audio_seconds > 0, "max_audio_seconds must be > 0, got {}", m.max_audio_seconds);
+  vad::parse_vad_mode(m.vad);
   STENO_CHECK(m.executors >= 1, "executors (lanes) must be >= 1, got {}", m.executors);
   STENO_CHECK(m.mps_thread_percentage >= 0 && m.mps_thread_percentage <= 100,
               "mps_thread_percentage must be in 0..100 (0: 100 / executors), got {}", m.mps_thread_percentage);

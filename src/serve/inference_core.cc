@@ -10,6 +10,7 @@
 #include "serve/audio_input.h"
 #include "serve/completer.h"
 #include "serve/stage_durations.h"
+#include "steno/vad/speech_audio.h"
 
 namespace steno::serve {
 namespace {
@@ -49,6 +50,22 @@ ServeError no_diarizer(const std::string& name) {
                                                "(start it with --diarizer DIR)")
                                  : fmt::format("'{}' is not a diarization model served here", name.substr(0, 128)),
                     "model");
+}
+
+// The request's audio becomes its speech alone (after the diarizer's copy: speakers are found on the whole
+// recording), and its answer's times move back to the recording's timeline. With no speech a tenth of a second of
+// silence runs instead, so the request takes the one path every request takes; its words are dropped.
+void cut_to_speech(TranscriptionRequest& r, const vad::SpeechDetector& detector) {
+  vad::SpeechAudio cut = vad::cut_speech(r.pcm, detector.regions(r.pcm));
+  r.pcm = cut.pcm.empty() ? std::vector<float>(kPcmSampleRate / 10, 0.0f) : std::move(cut.pcm);
+  cut.pcm = {};
+  r.done = [cut = std::move(cut), done = std::move(r.done)](TranscriptionResponse response) {
+    if (response.ok()) {
+      vad::restore_timeline(response.transcript, cut, kPcmSampleRate, 0);  // the core knows no frame length
+      response.audio_seconds = response.transcript.audio_seconds;
+    }
+    done(std::move(response));
+  };
 }
 
 Completion refuse(std::unique_ptr<TranscriptionRequest> request, const ServeError& e) {
@@ -162,7 +179,14 @@ void InferenceCore::submit(Submission s, AnswerFn answer) {
     d->done = std::move(diarization_done);
     diarizer->batcher->submit(std::move(d));
   }
+  if (m->info.task == "transcription") keep_speech_only(*r);
   m->batcher->submit(std::move(r));  // also refuses once drain() has shut it down
+}
+
+void InferenceCore::keep_speech_only(TranscriptionRequest& r) const {
+  if (!config_.vad || !vad::vad_applies(config_.vad_mode, static_cast<double>(r.pcm.size()) / kPcmSampleRate))
+    return;
+  cut_to_speech(r, *config_.vad);
 }
 
 void InferenceCore::drain() {

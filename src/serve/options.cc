@@ -187,6 +187,10 @@ std::vector<Option> make_options() {
   t.push_back(bind(model, {"max-audio-seconds", {}, "S", "Longest audio accepted; longer is refused (413) from its "
                                                           "header or its first decoded seconds"},
                    STENO_FIELD(model.max_audio_seconds)));
+  t.push_back(bind(model, {"vad", {}, "MODE", "Voice activity detection (Silero VAD): transcribe only the speech, so "
+                                               "silence and noise cost nothing and give no words; off, on, or auto "
+                                               "(audio over 30 s)"},
+                   STENO_FIELD(model.vad)));
 
   const std::string exec = "Executors";
   t.push_back(bind(exec, {"share", {}, "MODE", "How the executors share the device: lanes (threads over one weight "

@@ -35,6 +35,7 @@ struct ModelConfig {
   std::string device = "cpu";  // cpu | cuda[:N]
   std::string dtype;           // compute dtype: f32 on the CPU; f32, f16 or bf16 on CUDA ("" = bf16 there)
   double max_audio_seconds = 1200;
+  std::string vad = "auto";  // off | on | auto: transcribe only the speech (docs/vad.md)
   // Executors.
   ShareMode share = ShareMode::kLanes;
   int executors = 1;

@@ -8,6 +8,7 @@
 
 #include "model_executors.h"
 #include "steno/core/error.h"
+#include "steno/vad/vad.h"
 #include "serve/fleet/mps_monitor.h"
 #include "serve/grpc/server.h"
 #include "serve/http/server.h"
@@ -70,6 +71,9 @@ class ServerImpl final : public Server {
     mps_ = model.mps;
     CoreConfig core;
     core.enable_fault_injection = config_.enable_fault_injection;
+    core.vad_mode = vad::parse_vad_mode(config_.model.vad);
+    if (core.vad_mode != vad::VadMode::kOff)  // loaded now: a missing model fails the start, not a request
+      core.vad = std::make_shared<const vad::SpeechDetector>(vad::default_vad_dir());
     std::vector<ModelSpec> specs;
     specs.push_back(std::move(model.spec));
     if (!config_.diarizer.dir.empty()) specs.push_back(build_diarizer(config_));

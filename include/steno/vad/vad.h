@@ -1,0 +1,43 @@
+// Voice activity detection for transcription: whether to use it (--vad off|on|auto), where its model is, and the
+// one call the ASR paths make: a recording in, its speech regions out. docs/vad.md.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "steno/vad/silero_vad.h"
+#include "steno/vad/speech_regions.h"
+
+namespace steno::vad {
+
+// kAuto: only recordings longer than kAutoMinSeconds, where long silences are likely and the VAD's cost (about
+// 1 % of the ASR's on the CPU) is surely paid back; a short clip is transcribed whole, as before.
+enum class VadMode { kOff, kOn, kAuto };
+inline constexpr double kAutoMinSeconds = 30;
+
+VadMode parse_vad_mode(std::string_view s);  // "off" | "on" | "auto"; kInvalidArgument otherwise
+const char* vad_mode_name(VadMode m);
+bool vad_applies(VadMode m, double audio_seconds);
+
+// The bundled model: $STENO_VAD if set, else models/silero-vad next to an installed binary
+// (<prefix>/share/steno/models) or in the source tree. kNotFound if none exists.
+std::filesystem::path default_vad_dir();
+
+// The model and the rule that turns its probabilities into regions. Thread-safe (const); each call makes its own
+// single-threaded CPU context, so callers on different threads never share one.
+class SpeechDetector {
+ public:
+  explicit SpeechDetector(const std::filesystem::path& dir, RegionOptions options = {});
+  // Speech regions of 16 kHz mono `pcm` (empty: no speech).
+  std::vector<SampleRange> regions(std::span<const float> pcm) const;
+
+ private:
+  SileroVad model_;
+  RegionOptions options_;
+};
+
+}  // namespace steno::vad
