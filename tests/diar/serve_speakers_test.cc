@@ -2,7 +2,8 @@
 // with the bundled ASR model and diarizer, curl over loopback, one held-out conversation. diarized_json's segments
 // and verbose_json's words (diarize=true) must be exactly what `steno transcribe --diarize` prints for the file
 // (the same models, the same join of words and speakers); known_speaker_names[] relabel speakers in the order they
-// first speak; what steno cannot honour is a 400 naming its field. KServe v2 serves both models too: the diarizer
+// first speak; stream=true gives the same as server-sent events; what steno cannot honour is a 400 naming its
+// field. KServe v2 serves both models too: the diarizer
 // as a model of its own (segments and rttm outputs, as POST /v1/audio/diarizations and `steno diarize` give them)
 // and the ASR model's `diarize` parameter (word_speakers, the speakers of verbose_json's words).
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "cli_util.h"
 
@@ -150,6 +152,32 @@ TEST(ServeSpeakers, DiarizedJsonAndVerboseWordsAreStenoTranscribeDiarizes) {
     EXPECT_DOUBLE_EQ(got["start"].get<double>(), turn["start"].get<double>()) << i;
     EXPECT_DOUBLE_EQ(got["end"].get<double>(), turn["end"].get<double>()) << i;
   }
+
+  // Streamed (stream=true): the words as deltas tied to their segments, each segment after its words, then done.
+  const auto [status, events_text] = server.transcribe("-F response_format=diarized_json -F stream=true");
+  ASSERT_EQ(status, 200) << events_text;
+  std::vector<json> events;
+  for (size_t at = events_text.find("data: "); at != std::string::npos; at = events_text.find("data: ", at)) {
+    const size_t end = events_text.find("\n\n", at);
+    ASSERT_NE(end, std::string::npos) << events_text.substr(at);
+    events.push_back(json::parse(events_text.substr(at + 6, end - at - 6)));
+    at = end;
+  }
+  std::vector<json> streamed_segments;
+  std::string joined, segment_text;
+  for (const json& e : events) {
+    if (e["type"] == "transcript.text.delta") {
+      EXPECT_EQ(e["segment_id"], "seg_" + std::to_string(streamed_segments.size())) << e.dump();
+      joined += e["delta"].get<std::string>();
+    } else if (e["type"] == "transcript.text.segment") {
+      streamed_segments.push_back(e);
+    }
+  }
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back()["type"], "transcript.text.done");
+  EXPECT_EQ(events.back()["text"], want["text"]);
+  EXPECT_EQ(joined, want["text"]);
+  EXPECT_EQ(json(streamed_segments), diarized["segments"]);
 
   // NeMo-Speech.cpp's form: verbose_json words (and segments, the speaker turns) with speakers.
   const json verbose = parsed(server.transcribe("-F response_format=verbose_json -F diarize=true "

@@ -62,13 +62,16 @@ void transcribe(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Re
   submission.audio = EncodedAudio{form.file->data};  // the body outlives the call: the service decodes it now
   submission.audio_field = "file";
   submission.received = received;
-  RenderFn render = [format = form.format, verbose = form.verbose, speakers = form.speakers,
+  RenderFn render = [format = form.format, verbose = form.verbose, speakers = form.speakers, stream = form.stream,
                      names = std::move(form.speaker_names)](const TranscriptionResponse& r) {
     std::optional<SpeakerTranscript> who;
     if (speakers) who = speaker_transcript(r, names);
-    RenderedBody out = render_transcript(r.transcript, format, r.audio_seconds, verbose, r.warnings,
-                                         who ? &*who : nullptr);
-    return HttpResponse::text(200, std::move(out.body), std::move(out.content_type));
+    RenderedBody out = stream ? render_transcript_events(r.transcript, who ? &*who : nullptr)
+                              : render_transcript(r.transcript, format, r.audio_seconds, verbose, r.warnings,
+                                                  who ? &*who : nullptr);
+    HttpResponse response = HttpResponse::text(200, std::move(out.body), std::move(out.content_type));
+    if (stream) response.headers.emplace_back("Cache-Control", "no-cache");  // as event streams are served
+    return response;
   };
   submit_transcription(ctx, request, ApiStyle::kOpenAI, std::move(submission), std::move(render),
                        std::move(respond));

@@ -77,15 +77,20 @@ void add_verbose_content(nlohmann::json& doc, const asr::Transcript& t, double a
 
 // The SDK's TranscriptionDiarized: one segment per speaker turn (consecutive words of one speaker, broken by a
 // pause over 1 s), typed and identified as OpenAI's are.
+// Turn i of `speakers` as the SDK's TranscriptionTextSegmentEvent (diarized_json's segments are these).
+nlohmann::json diarized_segment(const SpeakerTranscript& speakers, size_t i) {
+  const diar::SpeakerTurn& turn = speakers.turns[i];
+  return {{"type", "transcript.text.segment"},
+          {"id", fmt::format("seg_{}", i)},
+          {"start", round_ms(turn.start)},
+          {"end", round_ms(turn.end)},
+          {"text", turn.text},
+          {"speaker", speakers.label(turn.speaker)}};
+}
+
 nlohmann::json diarized_json(const asr::Transcript& t, double audio_seconds, const SpeakerTranscript& speakers) {
   nlohmann::json segments = nlohmann::json::array();
-  for (const diar::SpeakerTurn& turn : speakers.turns)
-    segments.push_back({{"type", "transcript.text.segment"},
-                        {"id", fmt::format("seg_{}", segments.size())},
-                        {"start", round_ms(turn.start)},
-                        {"end", round_ms(turn.end)},
-                        {"text", turn.text},
-                        {"speaker", speakers.label(turn.speaker)}});
+  for (size_t i = 0; i < speakers.turns.size(); ++i) segments.push_back(diarized_segment(speakers, i));
   return {{"task", "transcribe"},
           {"duration", round_ms(audio_seconds)},
           {"text", t.text},
@@ -166,6 +171,29 @@ RenderedBody render_transcript(const asr::Transcript& t, ResponseFormat format, 
     }
   }
   return {dump({{"text", t.text}}), "application/json"};
+}
+
+RenderedBody render_transcript_events(const asr::Transcript& t, const SpeakerTranscript* speakers) {
+  std::string out;
+  const auto emit = [&](const nlohmann::json& event) { out += "data: " + dump(event) + "\n\n"; };
+  bool first = true;
+  const auto delta = [&](const std::string& word, const std::string* segment_id) {
+    nlohmann::json event = {{"type", "transcript.text.delta"}, {"delta", first ? word : " " + word}};
+    if (segment_id) event["segment_id"] = *segment_id;
+    emit(event);
+    first = false;
+  };
+  if (speakers) {
+    for (size_t i = 0; i < speakers->turns.size(); ++i) {
+      const std::string id = fmt::format("seg_{}", i);
+      for (const diar::SpeakerWord& w : speakers->turns[i].words) delta(w.text, &id);
+      emit(diarized_segment(*speakers, i));
+    }
+  } else {
+    for (const auto& w : t.words) delta(w.text, nullptr);
+  }
+  emit({{"type", "transcript.text.done"}, {"text", t.text}});
+  return {out, "text/event-stream"};
 }
 
 }  // namespace steno::serve::http

@@ -6,6 +6,7 @@
 //                 speakers (diarize=true) every word has a `speaker` and the segments are speaker turns
 //   diarized_json {task, duration, text, segments[{type, id, start, end, text, speaker}], usage}: the SDK's
 //                 TranscriptionDiarized, one segment per speaker turn
+//   stream=true   json, text and diarized_json as server-sent events (render_transcript_events)
 // json, verbose_json and diarized_json add "warnings": [...] when the audio was odd although it was served (it
 // ended early).
 #pragma once
@@ -42,6 +43,13 @@ struct VerboseContent {
 RenderedBody render_transcript(const asr::Transcript& transcript, ResponseFormat format, double audio_seconds,
                                VerboseContent verbose = {}, const std::vector<std::string>& warnings = {},
                                const SpeakerTranscript* speakers = nullptr);
+
+// stream=true: the transcript as OpenAI's streamed transcription events, server-sent (text/event-stream; each
+// `data: <event JSON>` and a blank line): transcript.text.delta a word at a time (the deltas joined are the text),
+// with `speakers` (diarized_json) each word's delta tied to its speaker segment by segment_id and every
+// transcript.text.segment (diarized_json's segment) after its words; then transcript.text.done with the text. The
+// events are sent once the transcript is complete: steno runs a request as one piece.
+RenderedBody render_transcript_events(const asr::Transcript& transcript, const SpeakerTranscript* speakers = nullptr);
 
 // "HH:MM:SS,mmm" (SubRip, sep ',') or "HH:MM:SS.mmm" (WebVTT, sep '.').
 std::string format_cue_time(double seconds, char millis_separator);

@@ -205,8 +205,12 @@ TranscriptionForm read_transcription_form(const std::vector<MultipartPart>& part
                                                  "temperature 0 is honoured",
                                                  text));
   }
-  if (const std::string stream = to_lower(form_field(parts, "stream")); !stream.empty() && stream != "false")
-    throw bad_field("stream", "streaming transcription (stream=true) is not supported; omit the field");
+  form.stream = boolean_field("stream", form_field(parts, "stream"));
+  if (form.stream && form.format != ResponseFormat::kJson && form.format != ResponseFormat::kText &&
+      form.format != ResponseFormat::kDiarizedJson)
+    throw bad_field("stream", fmt::format("stream=true answers with server-sent events for response_format json, "
+                                          "text or diarized_json; '{}' is a whole document (omit stream)",
+                                          response_format_name(form.format)));
   if (has_form_field(parts, "include[]") || has_form_field(parts, "include"))
     throw bad_field("include[]", "include[] (logprobs) is not supported: steno does not report log-probabilities");
   read_speakers(parts, form);

@@ -24,6 +24,7 @@ struct TranscriptionForm {
   bool speakers = false;
   std::string speakers_param;  // the field that asked for them ("response_format", "diarize"), for errors
   std::vector<std::string> speaker_names;  // known_speaker_names[], given to speakers in the order they first speak
+  bool stream = false;  // stream=true: server-sent events (transcript_formats.h, render_transcript_events)
 };
 
 TranscriptionForm read_transcription_form(const std::vector<MultipartPart>& parts);

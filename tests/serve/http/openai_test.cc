@@ -43,6 +43,35 @@ TEST(OpenAI, TranscribesWithTheRealEngineInEveryFormat) {
   EXPECT_EQ(v["segments"][0]["text"], kClipTranscript);
 }
 
+// stream=true: server-sent events as OpenAI's SDK reads them: a transcript.text.delta per word whose deltas join
+// into the text, then transcript.text.done with the text; nothing after it.
+TEST(OpenAI, StreamedEventsCarryTheTranscript) {
+  TestServer s(FakeService::Mode::kTranscribe);
+  for (const char* format : {"json", "text"}) {
+    SCOPED_TRACE(format);
+    const CurlResult r = curl(s.port(), "/v1/audio/transcriptions",
+                              file_arg() + " -F stream=true -F response_format=" + format + " -D -");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find("Content-Type: text/event-stream"), std::string::npos) << r.body;
+    std::vector<json> events;
+    for (size_t at = r.body.find("data: "); at != std::string::npos; at = r.body.find("data: ", at)) {
+      const size_t end = r.body.find("\n\n", at);
+      ASSERT_NE(end, std::string::npos) << "an event without its blank line: " << r.body.substr(at);
+      events.push_back(json::parse(r.body.substr(at + 6, end - at - 6)));
+      at = end;
+    }
+    ASSERT_EQ(events.size(), 8u);  // seven words and done
+    std::string joined;
+    for (size_t i = 0; i + 1 < events.size(); ++i) {
+      EXPECT_EQ(events[i]["type"], "transcript.text.delta");
+      EXPECT_FALSE(events[i].contains("segment_id"));
+      joined += events[i]["delta"].get<std::string>();
+    }
+    EXPECT_EQ(joined, kClipTranscript);
+    EXPECT_EQ(events.back(), (json{{"type", "transcript.text.done"}, {"text", kClipTranscript}}));
+  }
+}
+
 TEST(OpenAI, SubtitleFormatsFromSegments) {
   TestServer s;  // canned: "hello" 0.08-0.48, "world" 0.64-1.2
   CurlResult r = curl(s.port(), "/v1/audio/transcriptions", file_arg() + " -F response_format=srt");
@@ -115,7 +144,8 @@ TEST(OpenAI, RefusesWhatItCannotHonour) {
       {"-F 'timestamp_granularities[]=word'", 400, "timestamp_granularities[]", "requires response_format=verbose_json"},
       {"-F response_format=verbose_json -F 'timestamp_granularities[]=char'", 400, "timestamp_granularities[]",
        "char"},
-      {"-F stream=true", 400, "stream", "not supported"},
+      {"-F stream=true -F response_format=srt", 400, "stream", "'srt' is a whole document"},
+      {"-F stream=maybe", 400, "stream", "not true or false"},
       {"-F 'include[]=logprobs'", 400, "include[]", "log-probabilities"},
       // Speakers: this server has no diarizer, and the fields that need one or cannot be honoured say so.
       {"-F response_format=diarized_json", 400, "response_format", "start it with --diarizer DIR"},

@@ -1,8 +1,9 @@
 // `steno serve` driven by the official `openai` npm package: the SDK's own request encoding (multipart, arrays as
 // `timestamp_granularities[]`), response parsing (JSON vs text by Content-Type) and error mapping (BadRequestError,
 // NotFoundError, ...) against the real server, the bundled diarizer beside the model (diarized_json, parsed as the
-// SDK's TranscriptionDiarized). run_test.sh starts the server and sets STENO_BASE_URL (http://127.0.0.1:PORT/v1),
-// STENO_TESTSET (tests/data/testset/espeak) and STENO_DIAR_TESTSET (tests/data/diar-testset); run it through CTest:
+// SDK's TranscriptionDiarized) and streamed events (stream: true). run_test.sh starts the server and sets
+// STENO_BASE_URL (http://127.0.0.1:PORT/v1), STENO_TESTSET (tests/data/testset/espeak) and STENO_DIAR_TESTSET
+// (tests/data/diar-testset); run it through CTest:
 //   ctest --test-dir build -R openai_node_client --output-on-failure
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -318,6 +319,54 @@ test("response_format 'diarized_json' with gpt-4o-transcribe-diarize: the SDK's 
   const first = res.segments[0].speaker;
   assert.deepEqual(named.segments.map((s) => s.speaker),
     res.segments.map((s) => (s.speaker === first ? 'agent' : 'customer')));
+});
+
+test('stream: true: the SDK iterates transcript.text.delta events that join into the text, then done', async () => {
+  const stream = await client.audio.transcriptions.create({
+    file: fs.createReadStream(main.file),
+    model: 'gpt-4o-transcribe',
+    stream: true,
+  });
+  const events = [];
+  for await (const event of stream) events.push(event);
+  assert.ok(events.length >= 2, JSON.stringify(events));
+  const done = events.at(-1);
+  assert.equal(done.type, 'transcript.text.done');
+  assert.equal(done.text, main.text);
+  const deltas = events.slice(0, -1);
+  assert.ok(deltas.every((e) => e.type === 'transcript.text.delta'), JSON.stringify(deltas));
+  assert.equal(deltas.map((e) => e.delta).join(''), main.text);
+});
+
+test("stream: true with diarized_json: each speaker segment after its words' deltas, as diarized_json's", async () => {
+  const whole = await client.audio.transcriptions.create({
+    file: fs.createReadStream(conversation),
+    model: 'gpt-4o-transcribe-diarize',
+    response_format: 'diarized_json',
+  });
+  const stream = await client.audio.transcriptions.create({
+    file: fs.createReadStream(conversation),
+    model: 'gpt-4o-transcribe-diarize',
+    response_format: 'diarized_json',
+    stream: true,
+  });
+  const segments = [];
+  let text = '';
+  let done = null;
+  for await (const event of stream) {
+    if (event.type === 'transcript.text.delta') {
+      assert.equal(event.segment_id, `seg_${segments.length}`);
+      text += event.delta;
+    } else if (event.type === 'transcript.text.segment') {
+      segments.push(event);
+    } else {
+      done = event;
+    }
+  }
+  assert.deepEqual(segments, whole.segments);
+  assert.equal(text, whole.text);
+  assert.equal(done.type, 'transcript.text.done');
+  assert.equal(done.text, whole.text);
 });
 
 test("verbose_json with diarize=true (NeMo-Speech.cpp's field): every word and segment has a speaker", async () => {
