@@ -10,7 +10,9 @@
 //              [--testset DIR] [--timeout-s 300] [--out FILE.json]
 //   serve_load --offline --port P [--mix-clips 1000] [--warmup 2] [--testset DIR] [--timeout-s 300] [--out FILE.json]
 //   serve_load --make-clip OUT.wav [--clip-seconds 45] [--testset DIR]
-// Every load mode also takes --accept-differing-text.
+// Every load mode also takes --accept-differing-text, and the HTTP ones --route transcriptions|diarizations (the
+// OpenAI route the requests go to; diarizations needs a server with --diarizer, and its answers are compared by their
+// segments).
 //
 // The default mode: N concurrent OpenAI transcription requests, all in flight at once, one per connection, each
 //   answer checked against --testset's reference transcripts; the server's batch sizes from /metrics.
@@ -86,6 +88,8 @@ namespace {
                "every load mode also takes --accept-differing-text: an answer whose text differs from the clip's\n"
                "  reference counts as ok, tallied apart as `differs` (for random-weight models, whose greedy text\n"
                "  flips with the batch's padding); malformed answers still fail\n"
+               "and the HTTP ones --route transcriptions|diarizations (default transcriptions; diarizations needs\n"
+               "  steno serve --diarizer DIR, its answers compared by their segments)\n"
                "(the header of bench/serve_load.cc describes each mode)\n",
                why.c_str());
   std::exit(2);
@@ -151,6 +155,7 @@ Options parse_args(int argc, char** argv) {
       else if (a == "--clip") o.clip = value();
       else if (a == "--grpc-port") o.grpc_port = std::stoi(value());
       else if (a == "--model") o.model = value();
+      else if (a == "--route") o.route = value();
       else if (a == "--sla-mean-ms") {
         o.sla_mean_ms = std::stod(value());
         o.sla_mean_given = true;  // the open loop bounds the mean only when asked to
@@ -186,6 +191,11 @@ Options parse_args(int argc, char** argv) {
     if (o.mix_clips < 1 || o.mix_clips > 1000) usage("--mix-clips must be in 1..1000 (the mix has 1,000 lengths)");
   }
   if (o.closed_loop && o.clip.empty()) usage("--closed-loop needs --clip FILE");
+  if (o.route != "transcriptions" && o.route != "diarizations")
+    usage("--route must be transcriptions or diarizations");
+  if (o.route != "transcriptions" && o.grpc_port != 0) usage("--route applies to the HTTP requests, not --grpc-port");
+  if (o.route == "diarizations" && !o.closed_loop && !o.open_loop && !o.offline)
+    usage("--route diarizations needs --closed-loop, --open-loop or --offline (the default mode checks transcripts)");
   if (o.grpc_port != 0) {
     if (!o.closed_loop) usage("--grpc-port applies to --closed-loop only");
     if (!grpc_available()) usage("--grpc-port: this serve_load was built without gRPC");
@@ -229,7 +239,7 @@ int run(int argc, char** argv) {
                         ? "grpc://" + o.host + ":" + std::to_string(o.grpc_port) +
                               " inference.GRPCInferenceService/ModelInfer (BYTES input audio, binary form; model " +
                               o.model + ")"
-                        : std::string("POST /v1/audio/transcriptions (multipart, response_format=json)");
+                        : "POST /v1/audio/" + o.route + " (multipart, response_format=json)";
   if (o.closed_loop) return run_closed_loop(o, std::move(out));
   if (o.open_loop) return run_open_loop(o, std::move(out));
   return run_all_at_once(o, std::move(out));

@@ -30,6 +30,9 @@ struct Options {
   // --accept-differing-text (every load mode): a 200 whose text is not the reference counts as ok, tallied apart as
   // `differs`. For random-weight models, whose greedy text flips with the batch's padding (reduction orders).
   bool accept_differing_text = false;
+  // --route (the HTTP load modes): the OpenAI route the requests go to, "transcriptions" or "diarizations" (POST
+  // /v1/audio/diarizations: a diarizer served with --diarizer; its answers compared by their segments).
+  std::string route = "transcriptions";
   // --closed-loop
   bool closed_loop = false;
   std::vector<int> concurrency = {1, 4, 8, 16, 20, 24, 32, 64, 100};  // the protocol's `seed` sweep

@@ -4,12 +4,22 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace serve_load {
 
 namespace {
 
 constexpr const char* kBoundary = "steno-serve-load-5b9e2c";
+
+// What an answer says, as one comparable string: a transcription's {"text"}, or a diarization's {"segments"} (their
+// JSON); nullopt when it is neither.
+std::optional<std::string> answer_text(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  if (const auto t = j.find("text"); t != j.end() && t->is_string()) return t->get<std::string>();
+  if (const auto s = j.find("segments"); s != j.end() && s->is_array()) return s->dump();
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -20,7 +30,7 @@ Request transcription_request(const Options& o, const std::string& filename, con
            filename + "\"\r\nContent-Type: " + content_type + "\r\n\r\n" + audio + "\r\n--" + kBoundary +
            "\r\nContent-Disposition: form-data; name=\"response_format\"\r\n\r\njson\r\n--" + kBoundary +
            "--\r\n";
-  r.head = "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: " + o.host + ":" + std::to_string(o.port) +
+  r.head = "POST /v1/audio/" + o.route + " HTTP/1.1\r\nHost: " + o.host + ":" + std::to_string(o.port) +
            "\r\nUser-Agent: steno-serve-load\r\nAccept: application/json\r\nContent-Type: multipart/form-data; "
            "boundary=" +
            kBoundary + "\r\nContent-Length: " + std::to_string(r.body.size()) + "\r\n\r\n";
@@ -34,11 +44,12 @@ Verdict judge(const bhttp::response<bhttp::string_body>& r, const std::string& e
     return v;
   }
   const auto j = nlohmann::json::parse(r.body(), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("text") || !j["text"].is_string()) {
-    v.reason = "200 without JSON {\"text\"}";
+  const std::optional<std::string> said = j.is_discarded() ? std::nullopt : answer_text(j);
+  if (!said) {
+    v.reason = "200 without JSON {\"text\"} or {\"segments\"}";
     return v;
   }
-  v.got = j["text"].get<std::string>();
+  v.got = *said;
   if (v.got != expected) {
     v.wrong_text = true;
     v.reason = "wrong text";

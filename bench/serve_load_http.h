@@ -1,6 +1,6 @@
-// The HTTP side of serve_load, shared by its load modes: building an OpenAI transcription request (multipart),
-// judging an answer against the expected text, and one request at a time on a blocking socket (warm-up, /metrics, a
-// clip's reference).
+// The HTTP side of serve_load, shared by its load modes: building an OpenAI request (multipart, to the transcription
+// or the diarization route), judging an answer against the expected one, and one request at a time on a blocking
+// socket (warm-up, /metrics, a clip's reference).
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -20,7 +20,7 @@ using boost::system::error_code;
 
 inline constexpr size_t kBodyLimit = 16u << 20;
 
-// One OpenAI transcription request: POST /v1/audio/transcriptions, multipart (file, response_format=json).
+// One OpenAI request: POST /v1/audio/<o.route>, multipart (file, response_format=json).
 struct Request {
   std::string body;  // the multipart body
   std::string head;  // the request line and headers, Content-Length included
@@ -29,7 +29,8 @@ struct Request {
 Request transcription_request(const Options& o, const std::string& filename, const std::string& content_type,
                               const std::string& audio);
 
-// What one answer says: "" when it is right, else why not (the text compared exactly).
+// What one answer says: "" when it is right, else why not. Its "text" is what is compared, exactly: a
+// transcription's text, or a diarization's segments (their JSON).
 struct Verdict {
   bool ok = false;
   bool wrong_text = false;  // a 200 with well-formed JSON whose text differs

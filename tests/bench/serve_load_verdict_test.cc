@@ -1,8 +1,9 @@
 // serve_load's verdict on an answer and what it counts as (bench/serve_load_http.h, serve_load_results.h): exact text
 // by default; with --accept-differing-text another text is ok and tallied apart as differs; malformed answers fail
-// either way.
+// either way. A diarization's answer (--route diarizations) is judged by its segments.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,18 @@ TEST(ServeLoadVerdict, TheTallyCountsDifferingAnswersAsOkAndApart) {
   EXPECT_EQ(exact.wrong, 1);
   EXPECT_EQ(exact.ok, 0);
   EXPECT_EQ(exact.differs, 0);
+}
+
+TEST(ServeLoadVerdict, ADiarizationIsJudgedByItsSegments) {
+  const std::string segments = R"([{"end":2.5,"speaker":"speaker_0","start":0.1}])";
+  const std::string body = R"({"duration": 3.0, "speakers": ["speaker_0"], "segments": )" + segments + "}";
+  const Verdict same = judge(answer(200, body), nlohmann::json::parse(segments).dump());
+  EXPECT_TRUE(same.ok) << same.reason;
+  const std::string moved_body = R"({"duration": 3.0, "segments": [{"end":2.6,"speaker":"speaker_0","start":0.1}]})";
+  const Verdict moved = judge(answer(200, moved_body), nlohmann::json::parse(segments).dump());
+  EXPECT_TRUE(moved.wrong_text);
+  EXPECT_EQ(result_of(moved, true), Result::kOk);
+  EXPECT_EQ(result_of(judge(answer(200, R"({"duration": 3.0, "segments": "none"})"), ""), false), Result::kFailed);
 }
 
 }  // namespace
