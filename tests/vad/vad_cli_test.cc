@@ -1,8 +1,10 @@
 // `steno transcribe` with the VAD, as a user runs it (the real binary, the bundled model): 1,190 s of digital
-// silence gives an empty transcript (issue 17's case: without the VAD it became a long invented sentence), and
+// silence gives an empty transcript (without the VAD it became a long invented sentence), the same over HTTP from
+// `steno serve` (its default --vad auto), and
 // test-set clips with silence around them give the words they give alone (at most one differs: see below), at
 // times shifted by the silence.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -68,6 +70,41 @@ TEST_F(VadCli, DigitalSilenceOf1190SecondsGivesAnEmptyTranscript) {
   EXPECT_NEAR(f.value("duration", 0.0), 1190.0, 1e-6);
   const nlohmann::json on = transcribe("--vad on " + wav.string());
   EXPECT_EQ(on.value("text", "?"), "");
+}
+
+// The server's path: the upload decoded, cut to its speech (none), answered with an empty text and the duration.
+TEST_F(VadCli, SilenceUploadedToTheServerGivesAnEmptyTranscript) {
+  const fs::path wav = tmp_ / "silence.wav";
+  write_wav(wav, std::vector<float>(static_cast<size_t>(1190) * kRate, 0.0f));
+  const fs::path log = tmp_ / "serve.log", pid_file = tmp_ / "serve.pid";
+  const std::string cmd = "(" + std::string(STENO_BINARY) + " serve --port 0 2>" + log.string() + " & echo $! > " +
+                          pid_file.string() + "; wait $!) &";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  int port = 0;
+  for (int i = 0; i < 400 && port == 0; ++i) {
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (const size_t at = text.find("on http://127.0.0.1:"); at != std::string::npos)
+      port = std::atoi(text.c_str() + at + 20);
+    else
+      usleep(50000);
+  }
+  ASSERT_GT(port, 0);
+  int code = -1;
+  const std::string out = testing::run("curl -s http://127.0.0.1:" + std::to_string(port) +
+                                           "/v1/audio/transcriptions -F response_format=verbose_json -F file=@" +
+                                           wav.string(),
+                                       &code);
+  const nlohmann::json answer = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(answer.is_discarded()) << out.substr(0, 500);
+  EXPECT_EQ(answer.value("text", "?"), "") << out.substr(0, 500);
+  EXPECT_NEAR(answer.value("duration", 0.0), 1190.0, 1e-3);
+  pid_t pid = 0;
+  std::ifstream(pid_file) >> pid;
+  ASSERT_GT(pid, 0);
+  kill(pid, SIGTERM);
+  for (int i = 0; i < 200 && kill(pid, 0) == 0; ++i) usleep(50000);
+  EXPECT_NE(kill(pid, 0), 0) << "the server did not exit after SIGTERM";
 }
 
 TEST_F(VadCli, ClipsInsideSilenceGiveTheSameWordsAtShiftedTimes) {
