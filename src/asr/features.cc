@@ -106,6 +106,10 @@ int64_t FeatureExtractor::valid_frames(int64_t samples) const {
   return samples / hop_length_ + (v25_ ? 0 : 1);
 }
 
+namespace {
+constexpr int64_t kSpectrumBlockFrames = 16384;  // 164 s at a 10 ms hop
+}  // namespace
+
 Features FeatureExtractor::compute(ops::Context& ctx, const std::vector<std::span<const float>>& clips) const {
   const int bins = config_.n_fft / 2 + 1, n_mels = n_mels_, pad = config_.n_fft / 2;
   const int win = win_length_, hop = hop_length_, offset = (config_.n_fft - win) / 2;
@@ -146,25 +150,31 @@ Features FeatureExtractor::compute(ops::Context& ctx, const std::vector<std::spa
       }
     }
 
-    // Power spectrum of every valid frame as one GEMM against the windowed DFT basis.
-    Tensor frame_mat = ctx.scratch({frames, win});
-    float* fm = frame_mat.data<float>();
-    for (int64_t t = 0; t < frames; ++t)
-      std::copy_n(padded.data() + t * hop + offset, win, fm + t * win);
-    Tensor spec = ctx.scratch({frames, 2 * bins});
-    ops::gemm(ctx, frame_mat, false, dft_basis_, false, spec);
-    Tensor power = ctx.scratch({frames, bins});
-    const float* s = spec.data<float>();
-    float* p = power.data<float>();
-    for (int64_t t = 0; t < frames; ++t) {
-      for (int k = 0; k < bins; ++k) {
-        const float re = s[t * 2 * bins + k], im = s[t * 2 * bins + bins + k];
-        const float mag = std::sqrt(re * re + im * im);  // NeMo: |X|, then ^mag_power (2.0)
-        p[t * bins + k] = mag * mag;
-      }
-    }
+    // Power spectrum of the valid frames as GEMMs against the windowed DFT basis, then the mel filterbank, in
+    // blocks of frames: the spectrum of an hour (360,000 frames x 514 values) would take 740 MB at once, a block
+    // takes 34 MB. Clips up to one block (164 s) are computed exactly as in one piece.
     Tensor mel = out.values.narrow0(b, b + 1).reshape({max_frames, n_mels}).narrow0(0, frames);
-    ops::gemm(ctx, power, false, filterbank_t_, false, mel);
+    for (int64_t t0 = 0; t0 < frames; t0 += kSpectrumBlockFrames) {
+      const int64_t n = std::min(kSpectrumBlockFrames, frames - t0);
+      Tensor frame_mat = ctx.scratch({n, win});
+      float* fm = frame_mat.data<float>();
+      for (int64_t t = 0; t < n; ++t)
+        std::copy_n(padded.data() + (t0 + t) * hop + offset, win, fm + t * win);
+      Tensor spec = ctx.scratch({n, 2 * bins});
+      ops::gemm(ctx, frame_mat, false, dft_basis_, false, spec);
+      Tensor power = ctx.scratch({n, bins});
+      const float* s = spec.data<float>();
+      float* p = power.data<float>();
+      for (int64_t t = 0; t < n; ++t) {
+        for (int k = 0; k < bins; ++k) {
+          const float re = s[t * 2 * bins + k], im = s[t * 2 * bins + bins + k];
+          const float mag = std::sqrt(re * re + im * im);  // NeMo: |X|, then ^mag_power (2.0)
+          p[t * bins + k] = mag * mag;
+        }
+      }
+      Tensor block = mel.narrow0(t0, t0 + n);
+      ops::gemm(ctx, power, false, filterbank_t_, false, block);
+    }
 
     // log(mel + guard), then per-feature normalisation over the valid frames (unbiased std, + 1e-5 on the std)
     // unless the model has none (NeMo's "NA", as Sortformer v2).

@@ -47,6 +47,15 @@ StageTimings& StageTimings::operator+=(const StageTimings& o) {
   return *this;
 }
 
+void Transcriber::set_long_form(double from_seconds, int window) {
+  long_from_seconds_ = from_seconds;
+  if (window <= 0) {
+    long_encoder_.reset();
+    return;
+  }
+  long_encoder_.emplace(model_->encoder().with_attention_window({window, window}));
+}
+
 Features Transcriber::features(const std::vector<std::span<const float>>& clips) {
 #if STENO_HAVE_CUDA
   if (const CudaFeatureExtractor* gpu = model_->cuda_features()) return gpu->compute(ctx_, clips);
@@ -83,7 +92,10 @@ std::vector<Transcript> Transcriber::transcribe(const std::vector<std::span<cons
 
     start = std::chrono::steady_clock::now();
     const Tensor& features = feats.values;
-    EncoderOutput enc = m.encoder().forward(ctx_, features, feats.lengths);
+    double longest_s = 0;
+    for (const auto& c : batch) longest_s = std::max(longest_s, static_cast<double>(c.size()) / m.sample_rate());
+    const ConformerEncoder& encoder = is_long_form(longest_s) ? *long_encoder_ : m.encoder();
+    EncoderOutput enc = encoder.forward(ctx_, features, feats.lengths);
     ctx_.synchronize();  // GPU time belongs to the stage that queued it
     local.encoder_ms = elapsed_ms(start);
 
