@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "steno/core/allocator.h"
 #include "steno/ops/copy.h"
 #if STENO_HAVE_CUDA
 #include "cuda/cuda_features.h"
@@ -94,8 +95,17 @@ std::vector<Transcript> Transcriber::transcribe(const std::vector<std::span<cons
     const Tensor& features = feats.values;
     double longest_s = 0;
     for (const auto& c : batch) longest_s = std::max(longest_s, static_cast<double>(c.size()) / m.sample_rate());
-    const ConformerEncoder& encoder = is_long_form(longest_s) ? *long_encoder_ : m.encoder();
-    EncoderOutput enc = encoder.forward(ctx_, features, feats.lengths);
+    const bool long_form = is_long_form(longest_s);
+    const ConformerEncoder& encoder = long_form ? *long_encoder_ : m.encoder();
+    // forward() in its two halves, so that the features (115 MB an hour) are freed before the layers run.
+    std::vector<int64_t> frames = feats.lengths;
+    const Tensor embeddings = encoder.pre_encode(ctx_, features, frames);
+    feats.values = Tensor();
+    // Long audio: blocks the front end and the chunked subsampling freed are of sizes the layers never ask for;
+    // give them back rather than keep them cached beside the layers' activations.
+    if (long_form)
+      if (auto* cache = dynamic_cast<CpuCachingAllocator*>(&ctx_.allocator())) cache->release_cached();
+    EncoderOutput enc = encoder.encode(ctx_, embeddings, frames);
     ctx_.synchronize();  // GPU time belongs to the stage that queued it
     local.encoder_ms = elapsed_ms(start);
 
