@@ -9,7 +9,6 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/version.hpp>
 
-#include <algorithm>
 
 #include "errors.h"
 
@@ -108,9 +107,9 @@ void Connection::read_request() {
   ++seq_;
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(host_.options.max_header_bytes));
-  // The largest limit of any route until the head says which route it is (on_head narrows it): Beast refuses a
-  // Content-Length over the limit as soon as the head is parsed.
-  parser_->body_limit(std::max(host_.options.max_body_bytes, host_.options.max_upload_bytes));
+  // No limit until the head says which route it is: on_head sets the route's (the parser stops after the head,
+  // before any body byte), so that a Content-Length over it is refused naming that route's setting.
+  parser_->body_limit(boost::none);
   parser_->get().body() = BodySpool(host_.options.upload_buffer_bytes, host_.options.upload_dir);
   body_limit_ = {host_.options.max_body_bytes, "max_body_mb"};
   head_ = HttpRequest{};
