@@ -15,7 +15,7 @@ set -euo pipefail
 [ $# -ge 5 ] || { echo "usage: $0 STENO_BINARY SOURCE_DIR PYTHON SECONDS MAX_PEAK_MB [RESULT_JSON]" >&2; exit 2; }
 steno=$1 src=$2 python=$3 seconds=$4 max_peak_mb=$5 result=${6:-}
 
-fail() { echo "long_upload: FAIL: $*" >&2; exit 1; }
+fail() { echo "long_conversation_upload: FAIL: $*" >&2; exit 1; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 command -v curl >/dev/null || fail "curl is not installed"
@@ -36,7 +36,7 @@ start=$(now)
   fail "bench/make_long_conversation.py failed"
 gen_s=$(since "$start")
 wav_bytes=$(stat -c %s "$work/conv.wav")
-echo "long_upload: ${seconds} s conversation, $wav_bytes bytes, made in $gen_s s"
+echo "long_conversation_upload: ${seconds} s conversation, $wav_bytes bytes, made in $gen_s s"
 
 # 2. The server.
 max_upload_mb=$(( seconds / 30 + 64 ))
@@ -104,7 +104,7 @@ a = json.load(open(sys.argv[1]))
 print(len(a["text"].split()), len(a["segments"]), len({s["speaker"] for s in a["segments"]}))
 EOF
 )
-echo "long_upload: answered in $request_s s: $words words, $segments turns, $speakers speakers"
+echo "long_conversation_upload: answered in $request_s s: $words words, $segments turns, $speakers speakers"
 [ "$words" -ge $(( seconds / 2 )) ] || fail "only $words words for $seconds s of conversation"
 [ "$speakers" -ge 2 ] || fail "$speakers speaker(s) in a two-speaker conversation"
 if ls -l "/proc/$pid/fd" 2>/dev/null | grep -q "$work/spool"; then fail "the upload's temporary file is still open"; fi
@@ -114,11 +114,11 @@ expect_words "the conversation"
 # 5. Peak memory.
 peak_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
 peak_mb=$(( peak_kb / 1024 ))
-echo "long_upload: server peak memory (VmHWM) $peak_mb MiB (after start-up and a short request: $(( baseline_kb / 1024 )) MiB); limit $max_peak_mb MiB"
+echo "long_conversation_upload: server peak memory (VmHWM) $peak_mb MiB (after start-up and a short request: $(( baseline_kb / 1024 )) MiB); limit $max_peak_mb MiB"
 [ "$peak_mb" -lt "$max_peak_mb" ] || { show_log; fail "peak memory $peak_mb MiB is not under $max_peak_mb MiB"; }
 if [ -n "$result" ]; then
   cat >"$result" <<EOF
-{"test": "long_upload", "audio_seconds": $seconds, "wav_bytes": $wav_bytes, "request_seconds": $request_s,
+{"test": "long_conversation_upload", "audio_seconds": $seconds, "wav_bytes": $wav_bytes, "request_seconds": $request_s,
  "words": $words, "turns": $segments, "speakers": $speakers,
  "peak_rss_mib": $peak_mb, "baseline_peak_rss_mib": $(( baseline_kb / 1024 )), "limit_mib": $max_peak_mb,
  "server": "steno serve --diarizer models/steno-sortformer-small --upload-buffer-mb 4 --max-upload-mb $max_upload_mb --max-audio-seconds $max_audio --long-audio-seconds 300",
@@ -129,4 +129,4 @@ fi
 kill -TERM "$pid"
 wait "$pid" || fail "steno serve exited with status $? after SIGTERM"
 pid=
-echo "long_upload: PASS"
+echo "long_conversation_upload: PASS"
