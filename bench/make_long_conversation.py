@@ -4,7 +4,9 @@ tests/data/diar-testset, never used in training) talking for SECONDS, composed a
 (tools/train/diar_conversations.py), written as 16 kHz int16 WAV and RTTM. For the long-audio runs: time, memory
 and DER of a recording hours long.
 
-    make_long_conversation.py SECONDS OUT.wav OUT.rttm [--speakers 3] [--seed 11]
+    make_long_conversation.py SECONDS OUT.wav OUT.rttm [--speakers 3] [--seed 11] [--text OUT.txt]
+
+--text writes what is said, utterance by utterance in order of their starts (the reference for a WER).
 
 Needs espeak-ng. Offline tooling (numpy).
 """
@@ -26,6 +28,7 @@ def main():
     ap.add_argument("rttm")
     ap.add_argument("--speakers", type=int, default=3)
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--text", help="also write the words said, in order of the utterances' starts")
     args = ap.parse_args()
     held = [v for v in dc.voices("test", 16, args.seed, with_flite=False)]
     chosen, used = [], set()
@@ -35,7 +38,8 @@ def main():
             chosen.append(v)
         if len(chosen) == args.speakers:
             break
-    pool = dc.build_pool(chosen, 60, args.seed)
+    texts = {}
+    pool = dc.build_pool(chosen, 60, args.seed, texts=texts)
     rng = np.random.default_rng(args.seed)
     audio, segs = dc.compose(rng, pool, list(range(len(chosen))), args.seconds)
     audio = (audio * 0.5 / (np.max(np.abs(audio)) + 1e-9))
@@ -44,6 +48,10 @@ def main():
         w.setsampwidth(2)
         w.setframerate(dc.SR)
         w.writeframes(np.clip(np.round(audio * 32767), -32768, 32767).astype("<i2").tobytes())
+    if args.text:
+        with open(args.text, "w", encoding="utf-8") as f:
+            for s, a, _, k in sorted(segs, key=lambda seg: seg[1]):
+                f.write(texts[s][k] + "\n")
     rec = os.path.splitext(os.path.basename(args.wav))[0]
     with open(args.rttm, "w", encoding="utf-8") as f:
         for s, a, b in dc.merged_segments(segs):

@@ -1,6 +1,7 @@
 #include "steno/asr/encoder.h"
 
 #include <array>
+#include <algorithm>
 #include <cmath>
 
 #include "steno/asr/weight_store.h"
@@ -162,6 +163,12 @@ ConformerEncoder ConformerEncoder::to_device(ops::Context& ctx, DType dtype) con
   return ConformerEncoder(*this, std::move(sub), std::move(layers));
 }
 
+ConformerEncoder ConformerEncoder::with_attention_window(ops::AttentionWindow window) const {
+  ConformerEncoder e(*this, std::make_unique<Subsampling>(*subsampling_), layers_);
+  e.window_ = window;
+  return e;
+}
+
 DType ConformerEncoder::dtype() const { return subsampling_->conv0_w.dtype(); }
 Device ConformerEncoder::device() const { return subsampling_->conv0_w.device(); }
 
@@ -316,7 +323,46 @@ Tensor ConformerEncoder::pre_encode(ops::Context& ctx, const Tensor& features, s
   STENO_CHECK(features.device() == device() && features.dtype() == dtype(),
               "encoder: features are {} but the encoder runs on {} in {}", features.str(), device().str(),
               dtype_name(dtype()));
-  return subsample(ctx, features, lengths);
+  return subsample_in_chunks(ctx, features, lengths);
+}
+
+namespace {
+// Subsampling in time chunks (long audio on the CPU): output frames per chunk, and the output frames of context
+// on each side that are computed and dropped. Three stride-2 3x3 convolutions see 15 input frames, under 2 output
+// frames, so 8 frames of context make every kept frame what the whole recording's computation gives.
+constexpr int64_t kSubsampleChunk = 2048;
+constexpr int64_t kSubsampleContext = 8;
+}  // namespace
+
+// NeMo's long-form setting chunks the subsampling convolutions too (change_subsampling_conv_chunking_factor): on
+// an hour of audio the first convolution's output alone would be 128 channels x 180,000 x 40 floats. Here one
+// clip on the CPU is subsampled in chunks of kSubsampleChunk output frames, each with context on both sides that
+// starts at a multiple of the subsampling factor (so every stride meets the same frames), and the context is cut
+// off; a clip up to kSubsampleChunk + 2 x kSubsampleContext frames (about 165 s) takes the one-piece path.
+Tensor ConformerEncoder::subsample_in_chunks(ops::Context& ctx, const Tensor& features,
+                                             std::vector<int64_t>& lengths) const {
+  const int64_t frames = features.dim(1), mels = features.dim(2);
+  const int64_t factor = config_.subsampling_factor;
+  const int64_t out_frames = output_length(frames);
+  if (!ctx.device().is_cpu() || features.dim(0) != 1 || out_frames <= kSubsampleChunk + 2 * kSubsampleContext)
+    return subsample(ctx, features, lengths);
+  const int64_t length = lengths[0];
+  const Tensor rows = features.reshape({frames, mels});
+  Tensor out;
+  for (int64_t o0 = 0; o0 < out_frames; o0 += kSubsampleChunk) {
+    const int64_t o1 = std::min(out_frames, o0 + kSubsampleChunk);
+    const int64_t in0 = std::max<int64_t>(0, o0 - kSubsampleContext) * factor;
+    const int64_t in1 = std::min(frames, (o1 + kSubsampleContext) * factor);
+    const Tensor chunk = rows.narrow0(in0, in1).reshape({1, in1 - in0, mels});
+    std::vector<int64_t> chunk_lengths = {std::clamp<int64_t>(length - in0, 0, in1 - in0)};
+    const Tensor y = subsample(ctx, chunk, chunk_lengths);  // [1, t, d_model]
+    const int64_t d = y.dim(2), skip = o0 - in0 / factor;
+    if (!out.defined()) out = ctx.scratch({1, out_frames, d}, y.dtype());
+    Tensor dst = out.reshape({out_frames, d}).narrow0(o0, o1);
+    ops::copy(ctx, y.reshape({y.dim(1), d}).narrow0(skip, skip + (o1 - o0)), dst);
+  }
+  lengths[0] = output_length(length);
+  return out;
 }
 
 EncoderOutput ConformerEncoder::encode(ops::Context& ctx, const Tensor& embeddings,

@@ -106,6 +106,10 @@ int64_t FeatureExtractor::valid_frames(int64_t samples) const {
   return samples / hop_length_ + (v25_ ? 0 : 1);
 }
 
+namespace {
+constexpr int64_t kSpectrumBlockFrames = 16384;  // 164 s at a 10 ms hop
+}  // namespace
+
 Features FeatureExtractor::compute(ops::Context& ctx, const std::vector<std::span<const float>>& clips) const {
   const int bins = config_.n_fft / 2 + 1, n_mels = n_mels_, pad = config_.n_fft / 2;
   const int win = win_length_, hop = hop_length_, offset = (config_.n_fft - win) / 2;
@@ -130,41 +134,50 @@ Features FeatureExtractor::compute(ops::Context& ctx, const std::vector<std::spa
     if (!v25_)
       STENO_CHECK(max_len > pad, "front end 2.4: clips need more than {} samples for reflect padding", pad);
 
-    // Pre-emphasis over the batch-padded signal, then centre padding (zeros in 2.5, reflect in 2.4).
-    std::vector<float> padded(static_cast<size_t>(max_len + 2 * pad), 0.0f);
-    float* y = padded.data() + pad;
+    // Pre-emphasis over the batch-padded signal, then centre padding (zeros in 2.5, reflect in 2.4), computed per
+    // block of frames below rather than as a copy of the whole clip (230 MB for an hour).
     const int64_t emph_end = v25_ ? len : max_len;
-    for (int64_t n = 0; n < emph_end; ++n) {
+    auto emphasised = [&](int64_t n) {  // y[n], 0 <= n < max_len
+      if (n >= emph_end) return 0.0f;
       const float cur = n < len ? x[n] : 0.0f;
       const float prev = n == 0 ? 0.0f : (n - 1 < len ? x[n - 1] : 0.0f);
-      y[n] = n == 0 ? cur : cur - preemph * prev;
-    }
-    if (!v25_) {
-      for (int i = 1; i <= pad; ++i) {
-        y[-i] = y[i];
-        y[max_len - 1 + i] = y[max_len - 1 - i];
-      }
-    }
+      return n == 0 ? cur : cur - preemph * prev;
+    };
+    auto padded_at = [&](int64_t i) {  // the padded signal at i, y[i - pad]
+      const int64_t n = i - pad;
+      if (n >= 0 && n < max_len) return emphasised(n);
+      if (v25_) return 0.0f;
+      return emphasised(n < 0 ? -n : 2 * (max_len - 1) - n);  // y[-i] = y[i], y[max_len-1+i] = y[max_len-1-i]
+    };
+    std::vector<float> padded;  // the padded signal from sample first_sample on, for one block of frames
 
-    // Power spectrum of every valid frame as one GEMM against the windowed DFT basis.
-    Tensor frame_mat = ctx.scratch({frames, win});
-    float* fm = frame_mat.data<float>();
-    for (int64_t t = 0; t < frames; ++t)
-      std::copy_n(padded.data() + t * hop + offset, win, fm + t * win);
-    Tensor spec = ctx.scratch({frames, 2 * bins});
-    ops::gemm(ctx, frame_mat, false, dft_basis_, false, spec);
-    Tensor power = ctx.scratch({frames, bins});
-    const float* s = spec.data<float>();
-    float* p = power.data<float>();
-    for (int64_t t = 0; t < frames; ++t) {
-      for (int k = 0; k < bins; ++k) {
-        const float re = s[t * 2 * bins + k], im = s[t * 2 * bins + bins + k];
-        const float mag = std::sqrt(re * re + im * im);  // NeMo: |X|, then ^mag_power (2.0)
-        p[t * bins + k] = mag * mag;
-      }
-    }
+    // Power spectrum of the valid frames as GEMMs against the windowed DFT basis, then the mel filterbank, in
+    // blocks of frames: the spectrum of an hour (360,000 frames x 514 values) would take 740 MB at once, a block
+    // takes 34 MB. Clips up to one block (164 s) are computed exactly as in one piece.
     Tensor mel = out.values.narrow0(b, b + 1).reshape({max_frames, n_mels}).narrow0(0, frames);
-    ops::gemm(ctx, power, false, filterbank_t_, false, mel);
+    for (int64_t t0 = 0; t0 < frames; t0 += kSpectrumBlockFrames) {
+      const int64_t n = std::min(kSpectrumBlockFrames, frames - t0);
+      const int64_t first_sample = t0 * hop + offset;
+      padded.resize(static_cast<size_t>((n - 1) * hop + win));
+      for (size_t i = 0; i < padded.size(); ++i) padded[i] = padded_at(first_sample + static_cast<int64_t>(i));
+      Tensor frame_mat = ctx.scratch({n, win});
+      float* fm = frame_mat.data<float>();
+      for (int64_t t = 0; t < n; ++t) std::copy_n(padded.data() + t * hop, win, fm + t * win);
+      Tensor spec = ctx.scratch({n, 2 * bins});
+      ops::gemm(ctx, frame_mat, false, dft_basis_, false, spec);
+      Tensor power = ctx.scratch({n, bins});
+      const float* s = spec.data<float>();
+      float* p = power.data<float>();
+      for (int64_t t = 0; t < n; ++t) {
+        for (int k = 0; k < bins; ++k) {
+          const float re = s[t * 2 * bins + k], im = s[t * 2 * bins + bins + k];
+          const float mag = std::sqrt(re * re + im * im);  // NeMo: |X|, then ^mag_power (2.0)
+          p[t * bins + k] = mag * mag;
+        }
+      }
+      Tensor block = mel.narrow0(t0, t0 + n);
+      ops::gemm(ctx, power, false, filterbank_t_, false, block);
+    }
 
     // log(mel + guard), then per-feature normalisation over the valid frames (unbiased std, + 1e-5 on the std)
     // unless the model has none (NeMo's "NA", as Sortformer v2).

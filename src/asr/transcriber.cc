@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "steno/core/allocator.h"
 #include "steno/ops/copy.h"
 #if STENO_HAVE_CUDA
 #include "cuda/cuda_features.h"
@@ -47,6 +48,15 @@ StageTimings& StageTimings::operator+=(const StageTimings& o) {
   return *this;
 }
 
+void Transcriber::set_long_form(double from_seconds, int window) {
+  long_from_seconds_ = from_seconds;
+  if (window <= 0) {
+    long_encoder_.reset();
+    return;
+  }
+  long_encoder_.emplace(model_->encoder().with_attention_window({window, window}));
+}
+
 Features Transcriber::features(const std::vector<std::span<const float>>& clips) {
 #if STENO_HAVE_CUDA
   if (const CudaFeatureExtractor* gpu = model_->cuda_features()) return gpu->compute(ctx_, clips);
@@ -83,7 +93,19 @@ std::vector<Transcript> Transcriber::transcribe(const std::vector<std::span<cons
 
     start = std::chrono::steady_clock::now();
     const Tensor& features = feats.values;
-    EncoderOutput enc = m.encoder().forward(ctx_, features, feats.lengths);
+    double longest_s = 0;
+    for (const auto& c : batch) longest_s = std::max(longest_s, static_cast<double>(c.size()) / m.sample_rate());
+    const bool long_form = is_long_form(longest_s);
+    const ConformerEncoder& encoder = long_form ? *long_encoder_ : m.encoder();
+    // forward() in its two halves, so that the features (115 MB an hour) are freed before the layers run.
+    std::vector<int64_t> frames = feats.lengths;
+    const Tensor embeddings = encoder.pre_encode(ctx_, features, frames);
+    feats.values = Tensor();
+    // Long audio: blocks the front end and the chunked subsampling freed are of sizes the layers never ask for;
+    // give them back rather than keep them cached beside the layers' activations.
+    if (long_form)
+      if (auto* cache = dynamic_cast<CpuCachingAllocator*>(&ctx_.allocator())) cache->release_cached();
+    EncoderOutput enc = encoder.encode(ctx_, embeddings, frames);
     ctx_.synchronize();  // GPU time belongs to the stage that queued it
     local.encoder_ms = elapsed_ms(start);
 

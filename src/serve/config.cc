@@ -71,6 +71,8 @@ void validate_model(const ModelConfig& m, bool fault_injection) {
   const bool workers = uses_worker_processes(m.share);
   STENO_CHECK(m.max_audio_seconds > 0, "max_audio_seconds must be > 0, got {}", m.max_audio_seconds);
   vad::parse_vad_mode(m.vad);
+  STENO_CHECK(m.long_audio_seconds > 0, "long_audio_seconds must be > 0, got {}", m.long_audio_seconds);
+  STENO_CHECK(m.long_attention >= 1, "long_attention must be >= 1, got {}", m.long_attention);
   STENO_CHECK(m.executors >= 1, "executors (lanes) must be >= 1, got {}", m.executors);
   STENO_CHECK(m.mps_thread_percentage >= 0 && m.mps_thread_percentage <= 100,
               "mps_thread_percentage must be in 0..100 (0: 100 / executors), got {}", m.mps_thread_percentage);
@@ -116,7 +118,12 @@ void validate(const ServeConfig& c) {
               c.grpc_port);
   STENO_CHECK(c.grpc_port == 0 || c.grpc_port != c.port, "grpc_port and port are both {}: give gRPC its own port",
               c.port);
-  STENO_CHECK(c.max_body_mb > 0 && c.max_body_mb <= 4096, "max_body_mb must be in (0, 4096], got {}", c.max_body_mb);
+  STENO_CHECK(c.max_body_mb > 0 && c.max_body_mb <= 2047, "max_body_mb must be in (0, 2047] (gRPC's message "
+              "limit is an int), got {}", c.max_body_mb);
+  STENO_CHECK(c.max_upload_mb > 0 && c.max_upload_mb <= 1024 * 1024, "max_upload_mb must be in (0, 1048576], got {}",
+              c.max_upload_mb);
+  STENO_CHECK(c.upload_buffer_mb >= 1, "upload_buffer_mb must be >= 1 (an upload's start is judged from memory), "
+              "got {}", c.upload_buffer_mb);
   STENO_CHECK(c.io_threads >= 1 && c.worker_threads >= 1, "io_threads and worker_threads must be >= 1");
   STENO_CHECK(c.read_timeout_s > 0 && c.idle_timeout_s > 0 && c.drain_timeout_s >= 0,
               "read_timeout_s and idle_timeout_s must be > 0, drain_timeout_s >= 0");

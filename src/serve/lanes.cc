@@ -14,11 +14,35 @@ namespace {
 
 class TranscriberRunner final : public BatchRunner {
  public:
-  TranscriberRunner(std::shared_ptr<const asr::AsrModel> model, ops::Context ctx)
-      : ctx_(std::move(ctx)), transcriber_(std::move(model), ctx_) {}
+  TranscriberRunner(std::shared_ptr<const asr::AsrModel> model, ops::Context ctx, LongForm long_form = {})
+      : ctx_(std::move(ctx)), transcriber_(std::move(model), ctx_), long_form_(long_form) {
+    if (long_form_.from_seconds > 0) transcriber_.set_long_form(long_form_.from_seconds, long_form_.window);
+  }
 
+  // Long clips run one at a time (local attention), the rest as one batch: a short clip is never padded to an
+  // hour, and its transcript is what it was without the long one beside it.
   BatchOutput run(const std::vector<std::span<const float>>& clips, asr::StageTimings* timings) override {
-    return transcriber_.transcribe(clips, timings);
+    const int rate = transcriber_.model().sample_rate();
+    std::vector<size_t> short_ones;
+    for (size_t i = 0; i < clips.size(); ++i)
+      if (!long_form_.applies(clips[i].size(), rate)) short_ones.push_back(i);
+    if (short_ones.size() == clips.size()) return transcriber_.transcribe(clips, timings);
+    std::vector<asr::Transcript> out(clips.size());
+    asr::StageTimings total, one;
+    std::vector<std::span<const float>> batch;
+    for (size_t i : short_ones) batch.push_back(clips[i]);
+    if (!batch.empty()) {
+      std::vector<asr::Transcript> got = transcriber_.transcribe(batch, &one);
+      total += one;
+      for (size_t j = 0; j < short_ones.size(); ++j) out[short_ones[j]] = std::move(got[j]);
+    }
+    for (size_t i = 0; i < clips.size(); ++i) {
+      if (!long_form_.applies(clips[i].size(), rate)) continue;
+      out[i] = std::move(transcriber_.transcribe({clips[i]}, &one).front());
+      total += one;
+    }
+    if (timings) *timings = total;
+    return out;
   }
 
   void release_cached_memory() override {
@@ -28,16 +52,18 @@ class TranscriberRunner final : public BatchRunner {
  private:
   ops::Context ctx_;  // before transcriber_, which keeps a reference to it
   asr::Transcriber transcriber_;
+  LongForm long_form_;
 };
 
 }  // namespace
 
-RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads, ops::GemmBackend gemm) {
+RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads, ops::GemmBackend gemm,
+                                  LongForm long_form) {
   STENO_CHECK(model != nullptr, "transcriber_runners needs a model");
-  return [model = std::move(model), threads, gemm](int) -> std::unique_ptr<BatchRunner> {
+  return [model = std::move(model), threads, gemm, long_form](int) -> std::unique_ptr<BatchRunner> {
     const Device device = model->device();
     return std::make_unique<TranscriberRunner>(
-        model, device.is_cpu() ? ops::Context::cpu(threads, gemm) : ops::Context::cuda(device.index));
+        model, device.is_cpu() ? ops::Context::cpu(threads, gemm) : ops::Context::cuda(device.index), long_form);
   };
 }
 

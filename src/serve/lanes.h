@@ -43,6 +43,17 @@ class BatchRunner {
   virtual void release_cached_memory() {}
 };
 
+// When a clip is long (--long-audio-seconds): past from_seconds it runs alone (never padding a batch of short
+// clips to its length) in the engine's linear-cost mode: the ASR with local attention of half-width `window`,
+// the diarizer streaming. from_seconds 0: off.
+struct LongForm {
+  double from_seconds = 0;
+  int window = 128;
+  bool applies(size_t samples, int sample_rate) const {
+    return from_seconds > 0 && static_cast<double>(samples) / sample_rate > from_seconds;
+  }
+};
+
 // Makes a lane's runner; called on the lane's own thread (a CPU context's OpenMP settings are per thread).
 using RunnerFactory = std::function<std::unique_ptr<BatchRunner>(int lane)>;
 
@@ -50,12 +61,12 @@ using RunnerFactory = std::function<std::unique_ptr<BatchRunner>(int lane)>;
 // threads (0 = default) with `gemm`; on CUDA, a Context of its own (its own stream, memory pool and cuBLASLt
 // workspace) per lane, so the lanes' batches overlap on the GPU over one copy of the weights.
 RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads,
-                                  ops::GemmBackend gemm = ops::GemmBackend::kOneDnn);
+                                  ops::GemmBackend gemm = ops::GemmBackend::kOneDnn, LongForm long_form = {});
 
 // The diarizer's runners (diarizer_lanes.cc): a Sortformer model served by lanes as transcriber_runners serves an
 // ASR model; each answer a DiarizationResult after the model's own post-processing.
 RunnerFactory diarizer_runners(std::shared_ptr<const diar::SortformerModel> model, int threads,
-                               ops::GemmBackend gemm = ops::GemmBackend::kOneDnn);
+                               ops::GemmBackend gemm = ops::GemmBackend::kOneDnn, LongForm long_form = {});
 
 // The `green` mode: transcriber_runners on CUDA, each lane's Context on a stream of its own green
 // context of `sms_per_lane` SMs (at least the device's minimum partition and a multiple of its alignment: 8 and 8

@@ -159,8 +159,17 @@ std::vector<Option> make_options() {
   t.push_back(bind(net, {"api-key", {}, "KEY", "Require 'Authorization: Bearer KEY' on every request but the health "
                                                 "probes (also $STENO_API_KEY, which keeps it out of `ps`)"},
                    STENO_FIELD(api_key)));
-  t.push_back(bind(net, {"max-body-mb", {}, "MB", "Largest request body (HTTP) or message (gRPC) in MiB; larger is 413"},
+  t.push_back(bind(net, {"max-body-mb", {}, "MB", "Largest request body that is no audio upload (HTTP: JSON) and "
+                                                  "message (gRPC), in MiB, held in memory; larger is 413"},
                    STENO_FIELD(max_body_mb)));
+  t.push_back(bind(net, {"max-upload-mb", {}, "MB", "Largest audio upload (HTTP multipart, KServe binary) in MiB; larger "
+                                                    "is 413. Never held whole in memory: see upload-buffer-mb"},
+                   STENO_FIELD(max_upload_mb)));
+  t.push_back(bind(net, {"upload-buffer-mb", {}, "MB", "An upload past this many MiB is spooled to an unnamed temporary "
+                                                       "file (deleted when the request ends) instead of memory"},
+                   STENO_FIELD(upload_buffer_mb)));
+  t.push_back(bind(net, {"upload-dir", {}, "DIR", "Where uploads are spooled (\"\": $TMPDIR, else /tmp)"},
+                   STENO_FIELD(upload_dir)));
   t.push_back(bind(net, {"io-threads", {}, "N", "HTTP I/O threads"}, STENO_FIELD(io_threads)));
   t.push_back(bind(net, {"worker-threads", {}, "N", "Threads parsing requests and decoding their audio, per front end"},
                    STENO_FIELD(worker_threads)));
@@ -191,6 +200,12 @@ std::vector<Option> make_options() {
                                                "silence and noise cost nothing and give no words; off, on, or auto "
                                                "(audio over 30 s)"},
                    STENO_FIELD(model.vad)));
+  t.push_back(bind(model, {"long-audio-seconds", {}, "S", "Audio longer than this runs in linear-cost long-form modes: "
+                                                          "the ASR with local attention, the diarizer streaming"},
+                   STENO_FIELD(model.long_audio_seconds)));
+  t.push_back(bind(model, {"long-attention", {}, "W", "Half-width in encoder frames of the ASR's local attention for "
+                                                      "long audio (NeMo's rel_pos_local_attn [W, W])"},
+                   STENO_FIELD(model.long_attention)));
 
   const std::string exec = "Executors";
   t.push_back(bind(exec, {"share", {}, "MODE", "How the executors share the device: lanes (threads over one weight "

@@ -37,6 +37,9 @@ class ConformerEncoder {
   // A copy of this encoder whose weights live on ctx's device in `dtype` (f32, f16 or bf16; the CPU takes f32),
   // allocated from the device's process-wide weight allocator so that every context there shares them.
   ConformerEncoder to_device(ops::Context& ctx, DType dtype) const;
+  // This encoder with another attention span over the same weight tensors (shared, not copied): NeMo's long-form
+  // setting (change_attention_model to rel_pos_local_attn) chosen per batch without a second copy of the model.
+  ConformerEncoder with_attention_window(ops::AttentionWindow window) const;
   DType dtype() const;   // the weights' (and so the activations') dtype
   Device device() const;
 
@@ -66,6 +69,7 @@ class ConformerEncoder {
   struct Subsampling;
   ConformerEncoder(const ConformerEncoder& other, std::unique_ptr<Subsampling> sub, std::vector<Layer> layers);
   Tensor subsample(ops::Context& ctx, const Tensor& features, std::vector<int64_t>& lengths) const;
+  Tensor subsample_in_chunks(ops::Context& ctx, const Tensor& features, std::vector<int64_t>& lengths) const;
   void run_layer(ops::Context& ctx, const Layer& layer, Tensor& x, const Tensor& pos,
                  const std::vector<int64_t>& lengths) const;
 

@@ -32,6 +32,12 @@ class Transcriber {
 
   const AsrModel& model() const { return *model_; }
 
+  // NeMo's long-form setting: a batch whose longest clip is over `from_seconds` runs the encoder with local
+  // attention of half-width `window` (rel_pos_local_attn [window, window], the same weights), whose cost is linear
+  // in the length where full attention's is quadratic. window 0: off (the model's own attention always).
+  void set_long_form(double from_seconds, int window);
+  bool is_long_form(double seconds) const { return long_encoder_.has_value() && seconds > long_from_seconds_; }
+
   // Transcribes the clips as one padded batch. Clips too short to give a single encoder frame get an empty
   // transcript. `timings`, when given, receives this batch's stage timings.
   std::vector<Transcript> transcribe(const std::vector<std::span<const float>>& clips,
@@ -43,6 +49,8 @@ class Transcriber {
 
   std::shared_ptr<const AsrModel> model_;
   ops::Context& ctx_;
+  std::optional<ConformerEncoder> long_encoder_;  // the model's encoder with local attention (set_long_form)
+  double long_from_seconds_ = 0;
   std::optional<ops::Context> host_ctx_;  // CUDA only: host work (a CPU decoder without a CUDA one)
   struct CudaState;                       // CUDA only: the GPU decoder's workspace (buffers, captured graphs)
   std::shared_ptr<CudaState> cuda_;

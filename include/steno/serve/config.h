@@ -34,7 +34,12 @@ struct ModelConfig {
   std::vector<std::string> aliases = default_asr_aliases();  // other names clients may use for it
   std::string device = "cpu";  // cpu | cuda[:N]
   std::string dtype;           // compute dtype: f32 on the CPU; f32, f16 or bf16 on CUDA ("" = bf16 there)
-  double max_audio_seconds = 1200;
+  double max_audio_seconds = 4 * 3600;  // longer audio is refused (413)
+  // Audio longer than this runs in the engines' long-form modes, whose cost is linear in the length: the ASR
+  // encoder with local attention of half-width long_attention (NeMo's rel_pos_local_attn, the same weights), the
+  // diarizer streaming (Streaming Sortformer's 30.4 s operating point).
+  double long_audio_seconds = 300;
+  int long_attention = 128;
   std::string vad = "auto";  // off | on | auto: transcribe only the speech (docs/vad.md)
   // Executors.
   ShareMode share = ShareMode::kLanes;
@@ -75,7 +80,10 @@ struct ServeConfig {
   int port = 8000;
   int grpc_port = 0;    // KServe v2 over gRPC; 0 = off (Triton's port is 8001)
   std::string api_key;  // also from $STENO_API_KEY (keeps it off the command line, which `ps` shows)
-  double max_body_mb = 64;
+  double max_body_mb = 64;         // a request that is no upload (JSON), and a gRPC message: held in memory
+  double max_upload_mb = 2048;     // an audio upload (HTTP): spooled, never whole in memory
+  double upload_buffer_mb = 32;    // an upload past this goes to an unnamed temporary file
+  std::string upload_dir;          // where ("" = $TMPDIR, else /tmp)
   int io_threads = 2;
   int worker_threads = 2;
   double read_timeout_s = 30;

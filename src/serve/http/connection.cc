@@ -9,6 +9,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/version.hpp>
 
+
 #include "errors.h"
 
 namespace steno::serve::http {
@@ -46,6 +47,20 @@ bool is_disconnect(const error_code& ec) {
 
 std::string mib(size_t bytes) {
   return bytes % (size_t{1} << 20) == 0 ? fmt::format("{} MiB", bytes >> 20) : fmt::format("{} bytes", bytes);
+}
+
+// "max_upload_mb" -> "--max-upload-mb / max_upload_mb": the flag and the config key that raise a limit.
+std::string setting_names(const std::string& key) {
+  std::string flag = key;
+  for (char& c : flag)
+    if (c == '_') c = '-';
+  return fmt::format("--{} / {}", flag, key);
+}
+
+// A declared body gets one more second to arrive per MiB: an upload of hours of audio over a real network takes
+// minutes, while a client trickling bytes still cannot hold a connection longer than its body justifies.
+std::chrono::milliseconds body_allowance(uint64_t bytes) {
+  return std::chrono::milliseconds(static_cast<int64_t>(bytes >> 20) * 1000);
 }
 
 }  // namespace
@@ -92,7 +107,11 @@ void Connection::read_request() {
   ++seq_;
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(host_.options.max_header_bytes));
-  parser_->body_limit(host_.options.max_body_bytes);
+  // No limit until the head says which route it is: on_head sets the route's (the parser stops after the head,
+  // before any body byte), so that a Content-Length over it is refused naming that route's setting.
+  parser_->body_limit(boost::none);
+  parser_->get().body() = BodySpool(host_.options.upload_buffer_bytes, host_.options.upload_dir);
+  body_limit_ = {host_.options.max_body_bytes, "max_body_mb"};
   head_ = HttpRequest{};
   request_id_.clear();
   got_bytes_ = buffer_.size() > 0;  // a pipelined request already waiting
@@ -144,7 +163,7 @@ void Connection::parse_buffered() {
 bool Connection::check_body_start() {
   if (body_start_checked_) return true;
   const auto length = parser_->content_length();
-  const std::string& body = parser_->get().body();
+  const std::string_view body = parser_->get().body().memory();
   if (!length || *length <= kBodyStartBytes) {
     body_start_checked_ = true;  // small, or chunked (no length to judge against): read whole, as any other
     return true;
@@ -168,9 +187,12 @@ void Connection::on_read_error(error_code ec) {
                                          "closing the connection",
                                          host_.options.read_timeout.count() / 1000.0));
   }
-  if (ec == bhttp::error::body_limit)
-    return fail_request(413, fmt::format("request body exceeds the limit of {} (max_body_mb)",
-                                         mib(host_.options.max_body_bytes)));
+  if (ec == bhttp::error::body_limit) return refuse_body();
+  if (ec == boost::system::errc::io_error) {
+    spdlog::error("http {} {}: the upload could not be stored in a temporary file", remote_, head_.target);
+    return fail_request(503, "the server could not store the upload (its temporary file could not be written); "
+                             "try again later");
+  }
   if (ec == bhttp::error::header_limit)
     return fail_request(431, fmt::format("request headers exceed the limit of {} bytes",
                                          host_.options.max_header_bytes));
@@ -182,6 +204,15 @@ void Connection::on_read_error(error_code ec) {
     return fail_request(400, fmt::format("malformed HTTP request: {}", ec.message()));
   spdlog::debug("http {}: read error: {}", remote_, ec.message());
   close();
+}
+
+void Connection::refuse_body() {
+  const auto length = parser_->content_length();
+  spdlog::info("http {} {}: body {} over the limit of {}; 413", remote_, head_.target,
+               length ? fmt::format("of {} bytes", *length) : std::string("(chunked)"), mib(body_limit_.bytes));
+  fail_request(413, fmt::format("request body {}exceeds the limit of {} ({})",
+                                length ? fmt::format("of {} bytes ", *length) : std::string(),
+                                mib(body_limit_.bytes), setting_names(body_limit_.setting)));
 }
 
 void Connection::on_head() {
@@ -201,6 +232,11 @@ void Connection::on_head() {
     cancel_timer();
     return write(std::move(*early), true);
   }
+  body_limit_ = host_.handler.body_limit(head_);
+  const auto length = parser_->content_length();
+  if (length && *length > body_limit_.bytes) return refuse_body();
+  parser_->body_limit(body_limit_.bytes);  // a chunked body is held to it as it arrives
+  if (length && *length > 0) arm_timer(host_.options.read_timeout + body_allowance(*length));
   if (parser_->is_done()) return on_request();
   const auto expect = msg[bhttp::field::expect];
   if (beast::iequals(expect, "100-continue")) {
@@ -220,7 +256,15 @@ void Connection::on_request() {
   state_ = State::kDispatched;
   keep_alive_ = parser_->get().keep_alive();
   HttpRequest request = std::move(head_);
-  request.body = std::move(parser_->get().body());
+  auto body = std::make_shared<BodySpool>(std::move(parser_->get().body()));
+  try {
+    body->finish();
+    request.body = std::move(body);
+  } catch (const std::exception& e) {
+    spdlog::error("http {} {}: {}", remote_, request.target, e.what());
+    head_ = std::move(request);
+    return fail_request(503, "the server could not read back the upload from its temporary file; try again later");
+  }
   parser_.reset();
   cancelled_ = request.cancelled;
   self_ = shared_from_this();

@@ -2,8 +2,9 @@
 //
 // Life of a request on a connection, all on the connection's strand:
 //   reading     parse headers and body under the limits and the read deadline (idle_timeout until the first
-//               byte, then read_timeout for the whole request); Expect: 100-continue is answered after the head
-//               passes check_head and the body limit, so a refused upload is never sent
+//               byte, then read_timeout for the whole request, one second more per MiB of a declared body);
+//               Expect: 100-continue is answered after the head passes check_head and its route's body limit, so a
+//               refused upload is never sent. The body goes to a BodySpool: memory, then a temporary file
 //   dispatched  the handler has the request; a one-shot read watches the socket so that a client that goes
 //               away sets the request's `cancelled` flag (bytes of a pipelined next request are kept)
 //   writing     the response, under write_timeout; then back to reading (keep-alive) or a lingering close
@@ -17,6 +18,8 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
+
+#include "spool_body.h"
 
 #include <array>
 #include <atomic>
@@ -70,6 +73,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_read_error(boost::system::error_code ec);
   void on_head();
   bool check_body_start();
+  void refuse_body();  // 413 naming the route's body limit and its setting
   void on_request();
   void watch_peer();
   void on_watch(boost::system::error_code ec, size_t bytes);
@@ -86,8 +90,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   net::steady_timer timer_;
   ConnectionHost& host_;
   boost::beast::flat_buffer buffer_;
-  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  std::optional<boost::beast::http::request_parser<SpoolBody>> parser_;
   std::string remote_;
+  BodyLimit body_limit_;  // of the request being read: its route's (known once its head is in)
 
   State state_ = State::kReading;
   uint64_t seq_ = 0;           // the request being read or served

@@ -138,7 +138,7 @@ void infer(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Respond
   InferRequestBody body;  // the audio is a view into it: it lives until submit returns
   PreparedInference prepared;
   try {
-    body = parse_infer_request(request.body, json_header_length(request));
+    body = parse_infer_request(request.body_view(), json_header_length(request));
     prepared = prepare_inference(body, model.task);
     if (prepared.diarize) submission.diarizer = "";  // the first diarization model served, beside this one
     submission.audio = std::move(prepared.audio);
@@ -211,6 +211,8 @@ void add_kserve_routes(Router& router, const std::shared_ptr<ApiContext>& ctx) {
       router, "POST", "/infer",
       [ctx](HttpRequest& request, Responder respond) { infer(ctx, request, std::move(respond)); },
       {.offload = true,
+       // Binary tensors are views into the body; a JSON body (base64 audio) becomes a DOM: max_body_mb.
+       .upload = [](const HttpRequest& head) { return head.has_header("Inference-Header-Content-Length"); },
        .check_body_start = [ctx](const HttpRequest& head, std::string_view start, uint64_t length) {
          return refuse_long_raw_audio(*ctx, head, start, length);
        }});

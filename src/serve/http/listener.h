@@ -23,9 +23,18 @@ struct TransportOptions {
   uint16_t port = 0;
   int io_threads = 1;
   size_t max_header_bytes = 0;
-  size_t max_body_bytes = 0;
+  size_t max_body_bytes = 0;       // a body of a route that is no upload: read into memory
+  size_t max_upload_bytes = 0;     // a body of an upload route (RouteOptions::upload): spooled (body_spool.h)
+  size_t upload_buffer_bytes = 0;  // an upload past this many bytes goes to a temporary file
+  std::string upload_dir;          // where ("" = $TMPDIR, else /tmp)
   std::chrono::milliseconds read_timeout{0}, idle_timeout{0}, write_timeout{0}, drain_timeout{0};
   std::string server_header;  // the Server: header value
+};
+
+// The largest body a request may send, and the setting that raises it (named in the 413).
+struct BodyLimit {
+  size_t bytes = 0;
+  std::string setting;  // "max_upload_mb"
 };
 
 // What the transport calls for each request. Implemented by HttpServer.
@@ -36,6 +45,8 @@ class RequestHandler {
   // response answers it without reading the body (the connection is then closed): e.g. 401, so that an
   // unauthenticated client cannot make the server read a large upload.
   virtual std::optional<HttpResponse> check_head(const HttpRequest& head) = 0;
+  // The body limit of the request's route (uploads take more than other requests); called after check_head.
+  virtual BodyLimit body_limit(const HttpRequest& head) = 0;
   // Called once for a request whose body is over kBodyStartBytes (Content-Length), when that much of it has come:
   // an answer refuses it from its start without reading the rest (the connection is then closed): e.g. 413 for an
   // upload whose audio header says it is longer than the server takes.

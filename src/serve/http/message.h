@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "serve/http/body_spool.h"
+
 namespace steno::serve::http {
 
 struct HttpRequest {
@@ -20,13 +22,17 @@ struct HttpRequest {
   std::string path;    // target without the query
   std::string query;   // after '?', undecoded
   std::vector<std::pair<std::string, std::string>> headers;  // in arrival order, names as sent
-  std::string body;
+  // In memory, or in a temporary file for a large upload (deleted with the last copy of the request); null until
+  // the body is read. Shared so that a request can be copied (into a work pool's task) without copying the body.
+  std::shared_ptr<const BodySpool> body;
   std::string remote;  // peer address, for logs
   std::map<std::string, std::string> params;  // path parameters captured by the router ({model} -> "name")
   // Set by the connection when the client goes away before its response is written; handed on to the
   // TranscriptionRequest so that the core drops work nobody will read.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
 
+  // The body's bytes ("" when there is none).
+  std::string_view body_view() const { return body ? body->view() : std::string_view(); }
   // The first header of that name (case-insensitive), or "" when absent.
   std::string_view header(std::string_view name) const;
   bool has_header(std::string_view name) const;

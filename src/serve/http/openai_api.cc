@@ -31,7 +31,7 @@ std::vector<MultipartPart> form_parts(const HttpRequest& request, std::string_vi
                                 content_type.empty() ? "(none)" : content_type, route),
                     "", "unsupported_media_type");
   try {
-    return parse_form_data(request.body, content_type);
+    return parse_form_data(request.body_view(), content_type);
   } catch (const Error& e) {
     throw HttpError(400, fmt::format("malformed multipart body: {}", e.what()), "", "invalid_multipart");
   }
@@ -155,6 +155,7 @@ void add_openai_routes(Router& router, const std::shared_ptr<ApiContext>& ctx) {
         "POST", path,
         [ctx, handle = handle](HttpRequest& request, Responder respond) { handle(ctx, request, std::move(respond)); },
         {.offload = true,
+         .upload = [](const HttpRequest&) { return true; },
          .check_body_start = [ctx](const HttpRequest& head, std::string_view start, uint64_t length) {
            return refuse_long_upload(*ctx, head, start, length);
          }});

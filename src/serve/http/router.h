@@ -19,6 +19,10 @@ struct RouteOptions {
   // Run the handler on the worker pool instead of the I/O thread: for handlers that parse large bodies or decode
   // audio, so that they never stall the connections sharing that I/O thread.
   bool offload = false;
+  // Whether a request (by its head) is an audio upload: its body may be as large as max_upload_mb (not
+  // max_body_mb) and is spooled to a temporary file past upload_buffer_mb instead of being held in memory. Only
+  // for bodies whose parse keeps views into them (multipart, KServe's binary extension), never a JSON DOM.
+  std::function<bool(const HttpRequest& head)> upload{};
   // Served without the API key (health probes from load balancers and orchestrators).
   bool public_route = false;
   // Looks at the start of a large body before the rest arrives (RequestHandler::check_body_start): an answer

@@ -20,7 +20,9 @@ void validate(const ServerOptions& o) {
   STENO_CHECK(o.io_threads >= 1, "io_threads must be >= 1, got {}", o.io_threads);
   STENO_CHECK(o.worker_threads >= 1, "worker_threads must be >= 1, got {}", o.worker_threads);
   STENO_CHECK(o.max_header_bytes >= 1024, "max_header_bytes must be >= 1024, got {}", o.max_header_bytes);
-  STENO_CHECK(o.max_body_bytes >= 1, "max_body_bytes must be >= 1");
+  STENO_CHECK(o.max_body_bytes >= 1 && o.max_upload_bytes >= 1, "max_body_bytes and max_upload_bytes must be >= 1");
+  STENO_CHECK(o.upload_buffer_bytes >= (size_t{1} << 20), "upload_buffer_bytes must be >= 1 MiB (the start of an "
+              "upload is judged from memory), got {}", o.upload_buffer_bytes);
   STENO_CHECK(o.read_timeout.count() > 0 && o.idle_timeout.count() > 0 && o.write_timeout.count() > 0,
               "timeouts must be > 0");
 }
@@ -51,6 +53,9 @@ class HttpServer::Impl final : public RequestHandler {
     t.io_threads = o.io_threads;
     t.max_header_bytes = o.max_header_bytes;
     t.max_body_bytes = o.max_body_bytes;
+    t.max_upload_bytes = o.max_upload_bytes;
+    t.upload_buffer_bytes = o.upload_buffer_bytes;
+    t.upload_dir = o.upload_dir;
     t.read_timeout = o.read_timeout;
     t.idle_timeout = o.idle_timeout;
     t.write_timeout = o.write_timeout;
@@ -86,6 +91,12 @@ class HttpServer::Impl final : public RequestHandler {
                              "", "invalid_api_key"));
     r.headers.emplace_back("WWW-Authenticate", "Bearer");
     return r;
+  }
+
+  BodyLimit body_limit(const HttpRequest& head) override {
+    const Router::Match m = router_.match(head.method, head.path);
+    if (m.route && m.route->options.upload && m.route->options.upload(head)) return {ctx_->options.max_upload_bytes, "max_upload_mb"};
+    return {ctx_->options.max_body_bytes, "max_body_mb"};
   }
 
   std::optional<HttpResponse> check_body_start(const HttpRequest& head, std::string_view body_start,

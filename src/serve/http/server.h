@@ -27,6 +27,12 @@ struct ServerOptions {
 
   size_t max_header_bytes = 16 * 1024;        // larger request headers -> 431
   size_t max_body_bytes = size_t{64} << 20;   // larger bodies -> 413 naming the limit (--max-body-mb)
+  // Audio uploads (OpenAI's multipart routes, KServe's binary inference): up to max_upload_bytes (else 413 naming
+  // --max-upload-mb), in memory up to upload_buffer_bytes, past that in an unnamed temporary file in upload_dir
+  // ("" = $TMPDIR, else /tmp) that goes when the request ends.
+  size_t max_upload_bytes = size_t{2} << 30;
+  size_t upload_buffer_bytes = size_t{32} << 20;
+  std::string upload_dir;
 
   // A request must arrive whole (headers and body) within read_timeout of its first byte, else 408 and the
   // connection is closed: a client trickling one byte per second cannot hold a connection forever.

@@ -112,7 +112,7 @@ BuiltModel build_model(const ServeConfig& config) {
       m.share == ShareMode::kGreen
           ? green_transcriber_runners(model, m.green_sms)
           : transcriber_runners(model, threads_per_executor(m.executors, m.threads_per_executor),
-                                ops::parse_gemm_backend(m.gemm));
+                                ops::parse_gemm_backend(m.gemm), LongForm{m.long_audio_seconds, m.long_attention});
   spec.executors = [runners, n = m.executors](prometheus::Registry&) { return lane_executors(n, runners); };
   return built;
 }
@@ -138,7 +138,7 @@ ModelSpec build_diarizer(const ServeConfig& config) {
   auto model = diar::SortformerModel::load(d.dir, {m.parsed_device(), m.compute_dtype()});
   const RunnerFactory runners =
       diarizer_runners(std::move(model), threads_per_executor(d.lanes, m.threads_per_executor),
-                       ops::parse_gemm_backend(m.gemm));
+                       ops::parse_gemm_backend(m.gemm), LongForm{m.long_audio_seconds, m.long_attention});
   spec.executors = [runners, n = d.lanes](prometheus::Registry&) { return lane_executors(n, runners); };
   return spec;
 }

@@ -28,6 +28,9 @@ http::ServerOptions http_options(const ServeConfig& c) {
   o.io_threads = c.io_threads;
   o.worker_threads = c.worker_threads;
   o.max_body_bytes = static_cast<size_t>(c.max_body_mb * 1024 * 1024);
+  o.max_upload_bytes = static_cast<size_t>(c.max_upload_mb * 1024 * 1024);
+  o.upload_buffer_bytes = static_cast<size_t>(c.upload_buffer_mb * 1024 * 1024);
+  o.upload_dir = c.upload_dir;
   o.read_timeout = seconds_to_ms(c.read_timeout_s);
   o.idle_timeout = seconds_to_ms(c.idle_timeout_s);
   o.drain_timeout = seconds_to_ms(c.drain_timeout_s);
@@ -40,7 +43,7 @@ rpc::GrpcServerOptions grpc_options(const ServeConfig& c) {
   o.host = c.host;
   o.port = static_cast<uint16_t>(c.grpc_port);
   o.worker_threads = c.worker_threads;
-  o.max_message_bytes = static_cast<size_t>(c.max_body_mb * 1024 * 1024);  // one size limit for both protocols
+  o.max_message_bytes = static_cast<size_t>(c.max_body_mb * 1024 * 1024);  // gRPC holds a message whole
   o.api_key = c.api_key;
   o.drain_timeout = seconds_to_ms(c.drain_timeout_s);
   return o;

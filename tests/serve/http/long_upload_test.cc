@@ -1,4 +1,4 @@
-// A 2-hour recording sent to a `steno serve` that takes 20 minutes (the default --max-audio-seconds) is refused
+// A 2-hour recording sent to a `steno serve` that takes 20 minutes (--max-audio-seconds 1200) is refused
 // from its first bytes: 413 naming the limit, while the server's peak memory (its own VmHWM) grows by far less than
 // the file -- the rest of the upload is never buffered. Over OpenAI's multipart form and KServe's raw binary body;
 // a WAV (its header states the length) and a headerless CBR MP3 (its first frames tell the length).
@@ -69,7 +69,8 @@ class LongUploads : public ::testing::Test {
 fs::path LongUploads::dir_;
 
 TEST_F(LongUploads, AreRefusedFromTheirFirstBytesWithoutBufferingTheRest) {
-  ServeProcess server("--max-body-mb 512");  // the body limit lets them in: the audio's own length must refuse them
+  // The upload limit (2 GiB by default) lets them in: the audio's own length must refuse them.
+  ServeProcess server("--max-audio-seconds 1200");
   ASSERT_TRUE(server.started()) << server.log();
   // Warm up (the first request's allocations are not the refusal's), then take the baseline.
   ASSERT_EQ(curl(server.port(), "/v1/audio/transcriptions", "-F 'file=@" + test_audio(kClip) + "'").status, 200);

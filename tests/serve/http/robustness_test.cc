@@ -124,7 +124,8 @@ TEST(BadInput, KServeMatrix) {
 
 TEST(BadInput, BodyAndAudioOverTheLimits) {
   serve::http::ServerOptions o;
-  o.max_body_bytes = 1 << 20;  // 1 MiB
+  o.max_body_bytes = 1 << 20;    // 1 MiB: a body that is no upload (KServe JSON)
+  o.max_upload_bytes = 1 << 20;  // 1 MiB: an upload (multipart)
   TestServer s(FakeService::Mode::kCanned, o);
   s.service.set_max_audio_seconds(1.0);  // the clip is 1.75 s
 
@@ -133,7 +134,7 @@ TEST(BadInput, BodyAndAudioOverTheLimits) {
   { std::ofstream(big, std::ios::binary) << std::string(2 << 20, 'x'); }
   CurlResult r = curl(s.port(), kTranscribe, "-F 'file=@" + big + "'");
   EXPECT_EQ(r.status, 413) << r.body;
-  EXPECT_NE(message_of(r.body).find("limit of 1 MiB"), std::string::npos) << r.body;
+  EXPECT_NE(message_of(r.body).find("limit of 1 MiB (--max-upload-mb / max_upload_mb)"), std::string::npos) << r.body;
   std::remove(big.c_str());
 
   // Without Expect, a Content-Length over the limit is refused from the header alone.
@@ -141,7 +142,7 @@ TEST(BadInput, BodyAndAudioOverTheLimits) {
   c.send_raw("POST " + kInfer + " HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\n\r\n");
   auto resp = c.read_response();
   ASSERT_TRUE(resp);
-  EXPECT_ERROR(*resp, 413, "limit of 1 MiB");
+  EXPECT_ERROR(*resp, 413, "limit of 1 MiB (--max-body-mb / max_body_mb)");
   EXPECT_TRUE(c.wait_closed(3s));
 
   HttpClient c2(s.port());

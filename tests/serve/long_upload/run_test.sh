@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# CTest's long_conversation_upload (tests/serve/long_upload/CMakeLists.txt), and the recorded one-hour run:
+#   run_test.sh STENO_BINARY SOURCE_DIR PYTHON SECONDS MAX_PEAK_MB [RESULT_JSON]
+# 1. makes a SECONDS-long synthetic two-speaker conversation (bench/make_long_conversation.py, espeak-ng voices)
+#    as 16 kHz WAV, at test time (nothing large is committed);
+# 2. starts the real `steno serve` (bundled model and diarizer) on a free loopback port with small upload limits:
+#    --upload-buffer-mb 4 (so the upload spills to a temporary file), --max-upload-mb SECONDS/30+64,
+#    --max-audio-seconds SECONDS+60, --long-audio-seconds 300 (the conversation runs in the long-form modes);
+# 3. refusals, each a clear 413 naming the limit and its option, the server serving the next request: a body over
+#    --max-upload-mb, and audio over --max-audio-seconds (silence, its header stating its length);
+# 4. uploads the conversation with response_format=diarized_json: the answer must hold words and speaker segments
+#    of at least two speakers; the upload's temporary file must be gone once answered (no open file left);
+# 5. checks the server's peak memory (VmHWM of /proc/PID/status) under MAX_PEAK_MB; writes RESULT_JSON when given.
+set -euo pipefail
+[ $# -ge 5 ] || { echo "usage: $0 STENO_BINARY SOURCE_DIR PYTHON SECONDS MAX_PEAK_MB [RESULT_JSON]" >&2; exit 2; }
+steno=$1 src=$2 python=$3 seconds=$4 max_peak_mb=$5 result=${6:-}
+
+fail() { echo "long_conversation_upload: FAIL: $*" >&2; exit 1; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+command -v curl >/dev/null || fail "curl is not installed"
+command -v espeak-ng >/dev/null || fail "espeak-ng is not installed (the conversation's voices)"
+[ -x "$steno" ] || fail "$steno is not an executable (build the steno target)"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/steno-long-upload.XXXXXX")
+pid=
+cleanup() {
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid" 2>/dev/null || true; wait "$pid" || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# 1. The conversation.
+start=$(now)
+"$python" "$src/bench/make_long_conversation.py" "$seconds" "$work/conv.wav" "$work/conv.rttm" --speakers 2 >/dev/null ||
+  fail "bench/make_long_conversation.py failed"
+gen_s=$(since "$start")
+wav_bytes=$(stat -c %s "$work/conv.wav")
+echo "long_conversation_upload: ${seconds} s conversation, $wav_bytes bytes, made in $gen_s s"
+
+# 2. The server.
+max_upload_mb=$(( seconds / 30 + 64 ))
+max_audio=$(( seconds + 60 ))
+mkdir "$work/spool"
+log="$work/server.log"
+env -u STENO_MODEL -u STENO_API_KEY "$steno" serve --host 127.0.0.1 --port 0 --diarizer "$src/models/steno-sortformer-small" \
+  --upload-buffer-mb 4 --upload-dir "$work/spool" --max-upload-mb "$max_upload_mb" --max-audio-seconds "$max_audio" \
+  --long-audio-seconds 300 >"$log" 2>&1 &
+pid=$!
+show_log() { echo "--- steno serve's log:" >&2; tail -n 40 "$log" >&2; }
+port=
+for _ in $(seq 1200); do
+  port=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$log" | head -n 1)
+  [ -n "$port" ] && break
+  kill -0 "$pid" 2>/dev/null || { show_log; fail "steno serve exited before it listened"; }
+  sleep 0.1
+done
+[ -n "$port" ] || { show_log; fail "steno serve did not print its port within 120 s"; }
+for _ in $(seq 600); do
+  curl -fsS -o /dev/null "http://127.0.0.1:$port/v2/health/ready" 2>/dev/null && break
+  sleep 0.1
+done
+url="http://127.0.0.1:$port/v1/audio/transcriptions"
+short="$src/tests/data/diar-testset/conv00.flac"
+
+# One short transcription: the server answers it with words.
+expect_words() {
+  local out
+  out=$(curl -sS -F "file=@$short" "$url") || fail "the short request failed ($1)"
+  echo "$out" | grep -q '"text":"[a-z]' || { show_log; fail "the short request after $1 got no words: $out"; }
+}
+expect_words "start-up"
+baseline_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
+
+# 3a. A body over --max-upload-mb (random bytes: refused from its Content-Length before it is sent).
+head -c $(( (max_upload_mb + 1) * 1024 * 1024 )) /dev/zero >"$work/big.bin"
+code=$(curl -sS -o "$work/big.out" -w '%{http_code}' -F "file=@$work/big.bin" "$url")
+[ "$code" = 413 ] || fail "an upload over --max-upload-mb got $code, not 413: $(cat "$work/big.out")"
+grep -q "max-upload-mb" "$work/big.out" || fail "the 413 does not name --max-upload-mb: $(cat "$work/big.out")"
+grep -q "exceeds the limit of $max_upload_mb MiB" "$work/big.out" || fail "the 413 does not state the limit: $(cat "$work/big.out")"
+rm -f "$work/big.bin"
+expect_words "the size refusal"
+
+# 3b. Audio over --max-audio-seconds: silence whose WAV header states its length.
+"$python" - "$work/long.wav" $(( max_audio + 30 )) <<'EOF'
+import sys, wave
+with wave.open(sys.argv[1], "wb") as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(8000)
+    w.writeframes(b"\0\0" * 8000 * int(sys.argv[2]))
+EOF
+code=$(curl -sS -o "$work/long.out" -w '%{http_code}' -F "file=@$work/long.wav" "$url")
+[ "$code" = 413 ] || fail "audio over --max-audio-seconds got $code, not 413: $(cat "$work/long.out")"
+grep -q "max-audio-seconds" "$work/long.out" || fail "the 413 does not name --max-audio-seconds: $(cat "$work/long.out")"
+expect_words "the duration refusal"
+
+# 4. The conversation, who said what.
+start=$(now)
+code=$(curl -sS -o "$work/answer.json" -w '%{http_code}' -F "file=@$work/conv.wav" -F response_format=diarized_json "$url")
+request_s=$(since "$start")
+[ "$code" = 200 ] || { show_log; fail "the conversation got $code: $(head -c 500 "$work/answer.json")"; }
+read -r words segments speakers < <("$python" - "$work/answer.json" <<'EOF'
+import json, sys
+a = json.load(open(sys.argv[1]))
+print(len(a["text"].split()), len(a["segments"]), len({s["speaker"] for s in a["segments"]}))
+EOF
+)
+echo "long_conversation_upload: answered in $request_s s: $words words, $segments turns, $speakers speakers"
+[ "$words" -ge $(( seconds / 2 )) ] || fail "only $words words for $seconds s of conversation"
+[ "$speakers" -ge 2 ] || fail "$speakers speaker(s) in a two-speaker conversation"
+if ls -l "/proc/$pid/fd" 2>/dev/null | grep -q "$work/spool"; then fail "the upload's temporary file is still open"; fi
+[ -z "$(ls -A "$work/spool")" ] || fail "the spool directory is not empty: $(ls -A "$work/spool")"
+expect_words "the conversation"
+
+# 5. Peak memory.
+peak_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
+peak_mb=$(( peak_kb / 1024 ))
+echo "long_conversation_upload: server peak memory (VmHWM) $peak_mb MiB (after start-up and a short request: $(( baseline_kb / 1024 )) MiB); limit $max_peak_mb MiB"
+[ "$peak_mb" -lt "$max_peak_mb" ] || { show_log; fail "peak memory $peak_mb MiB is not under $max_peak_mb MiB"; }
+if [ -n "$result" ]; then
+  cat >"$result" <<EOF
+{"test": "long_conversation_upload", "audio_seconds": $seconds, "wav_bytes": $wav_bytes, "request_seconds": $request_s,
+ "words": $words, "turns": $segments, "speakers": $speakers,
+ "peak_rss_mib": $peak_mb, "baseline_peak_rss_mib": $(( baseline_kb / 1024 )), "limit_mib": $max_peak_mb,
+ "server": "steno serve --diarizer models/steno-sortformer-small --upload-buffer-mb 4 --max-upload-mb $max_upload_mb --max-audio-seconds $max_audio --long-audio-seconds 300",
+ "request": "curl -F file=@conv.wav -F response_format=diarized_json /v1/audio/transcriptions",
+ "machine": "$(nproc) CPU threads, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"}
+EOF
+fi
+kill -TERM "$pid"
+wait "$pid" || fail "steno serve exited with status $? after SIGTERM"
+pid=
+echo "long_conversation_upload: PASS"
