@@ -47,9 +47,11 @@ fi
 if [ ! -f "$build/testdata/golden-sortformer-tiny/golden.safetensors" ]; then
   tests/diar/prepare_sortformer_tiny.sh "${PYTHON:-/usr/bin/python3}" "$root" "$build/testdata" >/dev/null
 fi
-# STENO_GPU_TESTDATA names the testdata/ entries to pack (default: all of them) when the call's size is tight.
+# STENO_GPU_TESTDATA names the testdata/ entries to pack (default: all of them; none: nothing) when the call's size
+# is tight.
 mkdir -p "$stage/testdata"
 read -r -a testdata <<< "${STENO_GPU_TESTDATA:-$(ls "$build/testdata" | tr '\n' ' ')}"  # one line: read takes one
+[ "${testdata[*]}" = none ] && testdata=()  # STENO_GPU_TESTDATA=none: programs that read no test data
 for d in "${testdata[@]}"; do cp -r "$build/testdata/$d" "$stage/testdata/"; done
 build_abs=$(cd "$build" && pwd)
 
