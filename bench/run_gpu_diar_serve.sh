@@ -6,7 +6,7 @@
 #   bench/run_gpu_diar_serve.sh [OUT] [--concurrency "16 32 64 128 192 256"] [--lanes 2] [--max-batch 64]
 #                               [--duration-s 10] [--warmup-s 3]
 # Results go to OUT (default $OUT) as one archive, results.tar.gz: h200-diar-serve.json (serve_load's result),
-# serve.log, machine.txt.
+# serve.log, model.log (the random model's making), machine.txt.
 #
 # Built here and carried by
 #   STENO_GPU_PROGRAMS="steno serve_load" STENO_GPU_TESTDATA=none scripts/package-gpu.sh
