@@ -48,18 +48,8 @@ env -u STENO_MODEL -u STENO_API_KEY "$steno" serve --host 127.0.0.1 --port 0 --d
   --long-audio-seconds 300 >"$log" 2>&1 &
 pid=$!
 show_log() { echo "--- steno serve's log:" >&2; tail -n 40 "$log" >&2; }
-port=
-for _ in $(seq 1200); do
-  port=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$log" | head -n 1)
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { show_log; fail "steno serve exited before it listened"; }
-  sleep 0.1
-done
-[ -n "$port" ] || { show_log; fail "steno serve did not print its port within 120 s"; }
-for _ in $(seq 600); do
-  curl -fsS -o /dev/null "http://127.0.0.1:$port/v2/health/ready" 2>/dev/null && break
-  sleep 0.1
-done
+source "$src/tests/serve/wait_for_serve.sh"
+wait_for_serve "$log" "$pid"
 url="http://127.0.0.1:$port/v1/audio/transcriptions"
 short="$src/tests/data/diar-testset/conv00.flac"
 

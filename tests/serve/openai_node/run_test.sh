@@ -58,21 +58,8 @@ stop_server() {
 trap stop_server EXIT
 show_log() { echo "--- steno serve's log ($log):" >&2; cat "$log" >&2; }
 
-port=
-for _ in $(seq 1200); do  # 120 s: loading the model on a loaded CI machine
-  port=$(sed -n 's|.* on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$log" | head -n 1)
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || { show_log; fail "steno serve exited before it listened"; }
-  sleep 0.1
-done
-[ -n "$port" ] || { show_log; fail "steno serve did not print its port within 120 s"; }
-ready=
-for _ in $(seq 600); do  # 60 s
-  if curl -fsS -o /dev/null "http://127.0.0.1:$port/v2/health/ready" 2>/dev/null; then ready=1; break; fi
-  kill -0 "$pid" 2>/dev/null || { show_log; fail "steno serve exited before it was ready"; }
-  sleep 0.1
-done
-[ -n "$ready" ] || { show_log; fail "/v2/health/ready did not answer 200 within 60 s"; }
+source "$src/../wait_for_serve.sh"
+wait_for_serve "$log" "$pid"
 echo "openai_node_client: steno serve ready on 127.0.0.1:$port after $(since "$start")"
 
 # 3. The Node test, against the server.
