@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli_util.h"
+#include "serve_process.h"
 #include "golden.h"
 #include "steno/diar/diarize.h"
 #include "steno/diar/segments.h"
@@ -221,23 +222,10 @@ TEST(DiarizeCli, DerScoresRttmFiles) {
 // over loopback: the same segments as `steno diarize` (JSON and RTTM), each route refusing the other task's model,
 // and both models listed.
 TEST(ServeDiarizer, DiarizationsOverHttpAreStenoDiarizes) {
-  const fs::path dir = fs::temp_directory_path() / ("steno_serve_diar_" + std::to_string(getpid()));
-  fs::create_directories(dir);
   const std::string diarizer = (kPrepared / "sortformer-tiny").string();
-  const std::string cmd = "(" + std::string(STENO_BINARY) + " serve --port 0 --diarizer " + diarizer + " 2>" +
-                          (dir / "log").string() + " & echo $! > " + (dir / "pid").string() + "; wait $!) &";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-  int port = 0;
-  for (int i = 0; i < 300 && port == 0; ++i) {
-    std::ifstream in(dir / "log");
-    const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (const size_t at = log.find("on http://127.0.0.1:"); at != std::string::npos)
-      port = std::atoi(log.c_str() + at + 20);
-    else
-      usleep(50000);
-  }
-  ASSERT_GT(port, 0);
-  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  ServeProcess server("--diarizer " + diarizer, "");
+  ASSERT_GT(server.port(), 0) << server.log();
+  const std::string url = server.url();
   const std::string wav = (kRef / "conv1.wav").string();
   int code = 0;
 
@@ -273,14 +261,7 @@ TEST(ServeDiarizer, DiarizationsOverHttpAreStenoDiarizes) {
   ASSERT_EQ(models["data"].size(), 2u);
   EXPECT_EQ(models["data"][1]["id"], "sortformer-tiny");
 
-  std::ifstream pid_file(dir / "pid");
-  pid_t pid = 0;
-  pid_file >> pid;
-  ASSERT_GT(pid, 0);
-  kill(pid, SIGTERM);
-  for (int i = 0; i < 200 && kill(pid, 0) == 0; ++i) usleep(50000);
-  EXPECT_NE(kill(pid, 0), 0) << "the server did not exit after SIGTERM";
-  fs::remove_all(dir);
+  EXPECT_TRUE(server.stop()) << "the server did not exit after SIGTERM";
 }
 
 TEST(DiarizeCli, ABadFileFailsAloneAndBadOptionsAreRefused) {

@@ -7,8 +7,6 @@
 // as a model of its own (segments and rttm outputs, as POST /v1/audio/diarizations and `steno diarize` give them)
 // and the ASR model's `diarize` parameter (word_speakers, the speakers of verbose_json's words).
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -19,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cli_util.h"
+#include "serve_process.h"
 
 namespace steno::testing {
 namespace {
@@ -31,41 +29,15 @@ const fs::path kAsr = fs::path(STENO_SOURCE_DIR) / "models" / "steno-tdt-small-e
 const fs::path kDiarizer = fs::path(STENO_SOURCE_DIR) / "models" / "steno-sortformer-small";
 const fs::path kConversation = fs::path(STENO_TEST_DATA) / "diar-testset" / "conv01.flac";  // 3 speakers, 23 s
 
-// `steno serve --port 0` in the background (logging every request), its port read from its log; SIGTERM on
-// destruction.
-class Server {
+// The real server (tests/serve_process.h) with the requests these tests send.
+class Server : public ServeProcess {
  public:
-  explicit Server(const std::string& args) : dir_(fs::temp_directory_path() / ("steno_speakers_" +
-                                                                                 std::to_string(getpid()))) {
-    fs::create_directories(dir_);
-    std::string cmd = "(";
-    cmd += std::string(STENO_BINARY) + " --log-level info serve --port 0 " + args;
-    cmd += " 2>" + (dir_ / "log").string() + " & echo $! > " + (dir_ / "pid").string() + "; wait $!) &";
-    if (std::system(cmd.c_str()) != 0) return;
-    for (int i = 0; i < 600 && port_ == 0; ++i) {
-      const std::string log = slurp(dir_ / "log");
-      if (const size_t at = log.find("on http://127.0.0.1:"); at != std::string::npos)
-        port_ = std::atoi(log.c_str() + at + 20);
-      else
-        usleep(50000);
-    }
-  }
-  ~Server() {
-    pid_t pid = 0;
-    std::ifstream(dir_ / "pid") >> pid;
-    if (pid > 0) {
-      kill(pid, SIGTERM);
-      for (int i = 0; i < 200 && kill(pid, 0) == 0; ++i) usleep(50000);
-    }
-    fs::remove_all(dir_);
-  }
-  int port() const { return port_; }
-  std::string log() const { return slurp(dir_ / "log"); }
+  explicit Server(const std::string& args) : ServeProcess(args) {}
 
   // POST /v1/audio/transcriptions with the conversation and `fields` (curl -F arguments): status and body.
   std::pair<int, std::string> transcribe(const std::string& fields) const {
     int code = 0;
-    const std::string out = run("curl -s -w '\\n%{http_code}' http://127.0.0.1:" + std::to_string(port_) +
+    const std::string out = run("curl -s -w '\\n%{http_code}' http://127.0.0.1:" + std::to_string(port()) +
                                     "/v1/audio/transcriptions -F file=@" + kConversation.string() + " " + fields,
                                 &code);
     const size_t nl = out.rfind('\n');
@@ -82,10 +54,10 @@ class Server {
                                       {"parameters", {{"binary_data_size", audio.size() + 4}}}}}}};
     const std::string h = header.dump();
     const uint32_t n = static_cast<uint32_t>(audio.size());
-    const fs::path body = dir_ / "infer.bin";
+    const fs::path body = dir() / "infer.bin";
     std::ofstream(body, std::ios::binary) << h << std::string(reinterpret_cast<const char*>(&n), 4) << audio;
     int code = 0;
-    const std::string out = run("curl -s -w '\\n%{http_code}' http://127.0.0.1:" + std::to_string(port_) +
+    const std::string out = run("curl -s -w '\\n%{http_code}' http://127.0.0.1:" + std::to_string(port()) +
                                     "/v2/models/" + model + "/infer -H 'Inference-Header-Content-Length: " +
                                     std::to_string(h.size()) + "' --data-binary @" + body.string(),
                                 &code);
@@ -93,9 +65,6 @@ class Server {
     return {nl == std::string::npos ? 0 : std::atoi(out.c_str() + nl + 1), out.substr(0, nl)};
   }
 
- private:
-  fs::path dir_;
-  int port_ = 0;
 };
 
 // A KServe response's outputs by name.

@@ -4,7 +4,6 @@
 // test-set clips with silence around them give the words they give alone (at most one differs: see below), at
 // times shifted by the silence.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -14,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../cli_util.h"
+#include "../serve_process.h"
 #include "test_signals.h"
 
 namespace steno::vad {
@@ -76,22 +76,10 @@ TEST_F(VadCli, DigitalSilenceOf1190SecondsGivesAnEmptyTranscript) {
 TEST_F(VadCli, SilenceUploadedToTheServerGivesAnEmptyTranscript) {
   const fs::path wav = tmp_ / "silence.wav";
   write_wav(wav, std::vector<float>(static_cast<size_t>(1190) * kRate, 0.0f));
-  const fs::path log = tmp_ / "serve.log", pid_file = tmp_ / "serve.pid";
-  const std::string cmd = "(" + std::string(STENO_BINARY) + " serve --port 0 2>" + log.string() + " & echo $! > " +
-                          pid_file.string() + "; wait $!) &";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-  int port = 0;
-  for (int i = 0; i < 400 && port == 0; ++i) {
-    std::ifstream in(log);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (const size_t at = text.find("on http://127.0.0.1:"); at != std::string::npos)
-      port = std::atoi(text.c_str() + at + 20);
-    else
-      usleep(50000);
-  }
-  ASSERT_GT(port, 0);
+  testing::ServeProcess server("");
+  ASSERT_GT(server.port(), 0) << server.log();
   int code = -1;
-  const std::string out = testing::run("curl -s http://127.0.0.1:" + std::to_string(port) +
+  const std::string out = testing::run("curl -s " + server.url() +
                                            "/v1/audio/transcriptions -F response_format=verbose_json -F file=@" +
                                            wav.string(),
                                        &code);
@@ -99,12 +87,7 @@ TEST_F(VadCli, SilenceUploadedToTheServerGivesAnEmptyTranscript) {
   ASSERT_FALSE(answer.is_discarded()) << out.substr(0, 500);
   EXPECT_EQ(answer.value("text", "?"), "") << out.substr(0, 500);
   EXPECT_NEAR(answer.value("duration", 0.0), 1190.0, 1e-3);
-  pid_t pid = 0;
-  std::ifstream(pid_file) >> pid;
-  ASSERT_GT(pid, 0);
-  kill(pid, SIGTERM);
-  for (int i = 0; i < 200 && kill(pid, 0) == 0; ++i) usleep(50000);
-  EXPECT_NE(kill(pid, 0), 0) << "the server did not exit after SIGTERM";
+  EXPECT_TRUE(server.stop()) << "the server did not exit after SIGTERM";
 }
 
 TEST_F(VadCli, ClipsInsideSilenceGiveTheSameWordsAtShiftedTimes) {
