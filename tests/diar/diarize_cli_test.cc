@@ -1,7 +1,6 @@
 // `steno diarize` as a user runs it: the real binary on the reference's WAV files, its exit status and what it
 // prints. The segments must be NeMo's (golden lines of the single runs), in RTTM and in JSON.
 #include <gtest/gtest.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
