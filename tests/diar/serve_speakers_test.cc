@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "serve_process.h"
+#include "sse_events.h"
 
 namespace steno::testing {
 namespace {
@@ -125,15 +126,9 @@ TEST(ServeSpeakers, DiarizedJsonAndVerboseWordsAreStenoTranscribeDiarizes) {
   // Streamed (stream=true): the words as deltas tied to their segments, each segment after its words, then done.
   const auto [status, events_text] = server.transcribe("-F response_format=diarized_json -F stream=true");
   ASSERT_EQ(status, 200) << events_text;
-  std::vector<json> events;
-  for (size_t at = events_text.find("data: "); at != std::string::npos; at = events_text.find("data: ", at)) {
-    const size_t end = events_text.find("\n\n", at);
-    ASSERT_NE(end, std::string::npos) << events_text.substr(at);
-    events.push_back(json::parse(events_text.substr(at + 6, end - at - 6)));
-    at = end;
-  }
+  const std::vector<json> events = sse_events(events_text);
   std::vector<json> streamed_segments;
-  std::string joined, segment_text;
+  std::string joined;
   for (const json& e : events) {
     if (e["type"] == "transcript.text.delta") {
       EXPECT_EQ(e["segment_id"], "seg_" + std::to_string(streamed_segments.size())) << e.dump();

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../../sse_events.h"
 #include "test_server.h"
 
 namespace steno::testing {
@@ -53,13 +54,7 @@ TEST(OpenAI, StreamedEventsCarryTheTranscript) {
                               file_arg() + " -F stream=true -F response_format=" + format + " -D -");
     ASSERT_EQ(r.status, 200) << r.body;
     EXPECT_NE(r.body.find("Content-Type: text/event-stream"), std::string::npos) << r.body;
-    std::vector<json> events;
-    for (size_t at = r.body.find("data: "); at != std::string::npos; at = r.body.find("data: ", at)) {
-      const size_t end = r.body.find("\n\n", at);
-      ASSERT_NE(end, std::string::npos) << "an event without its blank line: " << r.body.substr(at);
-      events.push_back(json::parse(r.body.substr(at + 6, end - at - 6)));
-      at = end;
-    }
+    const std::vector<json> events = sse_events(r.body);
     ASSERT_EQ(events.size(), 8u);  // seven words and done
     std::string joined;
     for (size_t i = 0; i + 1 < events.size(); ++i) {
