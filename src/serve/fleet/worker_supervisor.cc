@@ -226,11 +226,12 @@ Loss WorkerSupervisor::lose(int i, RestartReason reason, const std::string& why,
     std::optional<ExitStatus> exited;
     if (reason == RestartReason::kExit || reason == RestartReason::kGroup) exited = w.process->wait(kExitGrace);
     status = exited ? *exited : w.process->kill_and_reap();
+    // Counted down before live_pid says it is gone, under the same lock: a group restart waiting for every worker
+    // to be gone may wake (another worker's notify) and look at any moment, and its recovery must find none up.
+    if (metrics_) metrics_->worker_down();
     w.live_pid = 0;
     victim = std::exchange(w.group_victim, false);
   }
-  // Counted down before a waiting group restart can see it gone: its recovery then finds no worker counted up.
-  if (metrics_) metrics_->worker_down();
   notify_down();
   if (victim)
     reason = RestartReason::kGroup;
@@ -267,9 +268,9 @@ void WorkerSupervisor::stop(int i) {
   {
     std::lock_guard lock(w.mu);
     status = w.process->stop(kStopGrace);
+    if (metrics_) metrics_->worker_down();  // before live_pid says gone, as in lose()
     w.live_pid = 0;
   }
-  if (metrics_) metrics_->worker_down();
   notify_down();
   spdlog::info("worker {} (pid {}) stopped: {}", i, w.process->pid(), status.str());
   w.process.reset();
