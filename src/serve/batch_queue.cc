@@ -45,6 +45,9 @@ std::vector<size_t> group_by_length(std::span<const QueuedItem> items, size_t he
   int64_t longest = h.length, total = h.length;
   for (size_t i : candidates) {
     if (static_cast<int>(group.size()) >= max_batch_size) break;
+    // Pieces of long requests batch among themselves: a short request's batch never grows by a piece's compute
+    // (on a CPU a batch costs the sum of its clips), and pieces fill batches of their own.
+    if (items[i].piece != h.piece) continue;
     const int64_t new_longest = std::max(longest, items[i].length);
     const int64_t new_total = total + items[i].length;
     const double padded = static_cast<double>(new_longest) * static_cast<double>(group.size() + 1);
@@ -103,7 +106,8 @@ std::optional<Batch> BatchQueue::cut(Clock::time_point now, bool flush, int max_
   for (size_t i = 0; i < entries_.size(); ++i) {
     const int priority = entries_[i].request->priority;
     items[i] = {static_cast<int64_t>(entries_[i].request->pcm.size()),
-                priority == 0 ? config_.default_priority_level : priority, entries_[i].seq};
+                priority == 0 ? config_.default_priority_level : priority, entries_[i].seq,
+                entries_[i].request->piece};
     if (items[i].priority < items[head].priority) head = i;  // entries_ is in admission order: ties keep the first
   }
   std::vector<size_t> group = group_by_length(items, head, cap, config_.max_padding_waste);

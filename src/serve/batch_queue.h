@@ -8,6 +8,7 @@
 //     skipping any that would push the batch's padding waste above max_padding_waste. Clips of any length batch
 //     together; none is padded beyond the bound (Triton batches variable-length inputs only when their shapes are
 //     identical). Strict priorities: under sustained load of better priority, worse requests wait (as in Triton).
+//     Pieces of long requests (serve/piecewise.h) batch with pieces only.
 //   - The batch is released at once when it reaches max_batch_size or (truncated to) the largest preferred size it
 //     can fill; otherwise when the oldest queued request has waited max_queue_delay (then at whatever size it has).
 //   - Requests whose deadline has passed or that were cancelled leave the queue before any compute is spent on
@@ -50,6 +51,7 @@ struct QueuedItem {
   int64_t length = 0;  // PCM samples
   int priority = 0;
   uint64_t seq = 0;  // admission order
+  bool piece = false;  // a piece of a long request (serve/piecewise.h): batched with pieces only
 };
 
 // The batch grown from items[head]: indices into `items`, head first, then in the order they were added, so that

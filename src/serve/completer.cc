@@ -55,8 +55,12 @@ void RequestCompleter::operator()(Completion c) const {
   r.input_ms = req.input_ms;
   r.audio_seconds = static_cast<double>(req.pcm.size()) / kPcmSampleRate;
   r.warnings = std::move(req.warnings);
-  if (stats_) stats_->request_finished(r, std::chrono::duration<double, std::milli>(Clock::now() - req.arrival).count());
-  spdlog::info("{}", request_log_line(req, r));
+  // A piece of a long request is the request's work, not a request: counted and logged once, with the whole.
+  if (stats_ && req.piece && r.ok()) stats_->piece_ran();
+  if (stats_ && !req.piece)
+    stats_->request_finished(r, std::chrono::duration<double, std::milli>(Clock::now() - req.arrival).count(),
+                             req.ran_as_pieces);
+  spdlog::log(req.piece ? spdlog::level::debug : spdlog::level::info, "{}", request_log_line(req, r));
   if (!req.done) return;
   const bool ok = r.ok();
   const int batch_size = r.batch_size;
@@ -68,7 +72,7 @@ void RequestCompleter::operator()(Completion c) const {
   } catch (...) {
     spdlog::error("request id={} answer callback threw", log_value(req.id));
   }
-  if (stats_ && ok)
+  if (stats_ && ok && !req.piece)
     stats_->output_rendered(batch_size, std::chrono::duration<double, std::milli>(Clock::now() - answer_start).count());
 }
 

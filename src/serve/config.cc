@@ -73,6 +73,9 @@ void validate_model(const ModelConfig& m, bool fault_injection) {
   vad::parse_vad_mode(m.vad);
   STENO_CHECK(m.long_audio_seconds > 0, "long_audio_seconds must be > 0, got {}", m.long_audio_seconds);
   STENO_CHECK(m.long_attention >= 1, "long_attention must be >= 1, got {}", m.long_attention);
+  STENO_CHECK(m.piece_seconds == 0 || m.piece_seconds >= 5, "piece_seconds must be 0 (off) or >= 5, got {}",
+              m.piece_seconds);
+  STENO_CHECK(m.pieces_in_flight >= 0, "pieces_in_flight must be >= 0, got {}", m.pieces_in_flight);
   STENO_CHECK(m.executors >= 1, "executors (lanes) must be >= 1, got {}", m.executors);
   STENO_CHECK(m.mps_thread_percentage >= 0 && m.mps_thread_percentage <= 100,
               "mps_thread_percentage must be in 0..100 (0: 100 / executors), got {}", m.mps_thread_percentage);

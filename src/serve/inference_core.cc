@@ -9,6 +9,7 @@
 #include "serve/answer_join.h"
 #include "serve/audio_input.h"
 #include "serve/completer.h"
+#include "serve/piecewise.h"
 #include "serve/stage_durations.h"
 #include "steno/vad/speech_audio.h"
 
@@ -59,6 +60,12 @@ void cut_to_speech(TranscriptionRequest& r, const vad::SpeechDetector& detector)
   vad::SpeechAudio cut = vad::cut_speech(r.pcm, detector.regions(r.pcm));
   r.pcm = cut.pcm.empty() ? std::vector<float>(kPcmSampleRate / 10, 0.0f) : std::move(cut.pcm);
   cut.pcm = {};
+  if (r.on_words)  // each stretch of words on the recording's timeline too
+    r.on_words = [cut, on_words = std::move(r.on_words)](const asr::Transcript& next) {
+      asr::Transcript moved = next;
+      vad::restore_timeline(moved, cut, kPcmSampleRate, 0);
+      if (!moved.text.empty()) on_words(moved);
+    };
   r.done = [cut = std::move(cut), done = std::move(r.done)](TranscriptionResponse response) {
     if (response.ok()) {
       vad::restore_timeline(response.transcript, cut, kPcmSampleRate, 0);  // the core knows no frame length
@@ -66,6 +73,15 @@ void cut_to_speech(TranscriptionRequest& r, const vad::SpeechDetector& detector)
     }
     done(std::move(response));
   };
+}
+
+// A request run whole hands its words to on_words once, just before its answer.
+void words_before_answer(TranscriptionRequest& r) {
+  r.done = [on_words = std::move(r.on_words), done = std::move(r.done)](TranscriptionResponse response) {
+    if (response.ok() && !response.transcript.text.empty()) on_words(response.transcript);
+    done(std::move(response));
+  };
+  r.on_words = nullptr;
 }
 
 Completion refuse(std::unique_ptr<TranscriptionRequest> request, const ServeError& e) {
@@ -179,7 +195,14 @@ void InferenceCore::submit(Submission s, AnswerFn answer) {
     d->done = std::move(diarization_done);
     diarizer->batcher->submit(std::move(d));
   }
-  if (m->info.task == "transcription") keep_speech_only(*r);
+  r->on_words = std::move(s.on_words);
+  if (m->info.task == "transcription") {
+    keep_speech_only(*r);
+    if (runs_in_pieces(*r, m->info.piece_seconds))
+      return run_in_pieces(std::move(r), *m->batcher, complete,
+                           piece_settings(m->info, m->batcher->config().default_priority_level), piecewise_);
+  }
+  if (r->on_words) words_before_answer(*r);
   m->batcher->submit(std::move(r));  // also refuses once drain() has shut it down
 }
 
@@ -193,6 +216,7 @@ void InferenceCore::drain() {
   std::lock_guard lock(drain_mu_);
   if (drained_) return;
   accepting_ = false;
+  piecewise_.stop_and_wait();  // long requests stop at a piece boundary, while the batchers still take pieces
   // Every batcher stops taking work first, then each model's executors finish what is queued and running.
   for (const auto& m : registry_.all()) m->batcher->shutdown();
   for (const auto& m : registry_.all()) m->pool->join();

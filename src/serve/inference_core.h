@@ -21,6 +21,7 @@
 #include "serve/executor_pool.h"
 #include "serve/lanes.h"
 #include "serve/model_registry.h"
+#include "serve/piecewise.h"
 #include "steno/serve/service.h"
 #include "serve/statistics.h"
 #include "steno/vad/vad.h"
@@ -81,6 +82,7 @@ class InferenceCore final : public TranscriptionService {
   CoreConfig config_;
   ServeStatistics stats_;
   ModelRegistry registry_;  // fixed after construction: read without a lock
+  PiecewiseRuns piecewise_;  // long transcriptions running as pieces
   std::atomic<bool> accepting_{false};
   std::mutex drain_mu_;  // one drain at a time; later ones wait for it
   bool drained_ = false;

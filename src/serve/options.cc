@@ -206,6 +206,13 @@ std::vector<Option> make_options() {
   t.push_back(bind(model, {"long-attention", {}, "W", "Half-width in encoder frames of the ASR's local attention for "
                                                       "long audio (NeMo's rel_pos_local_attn [W, W])"},
                    STENO_FIELD(model.long_attention)));
+  t.push_back(bind(model, {"piece-seconds", {}, "S", "A transcription longer than this runs as pieces of at most S "
+                                                     "seconds, cut in pauses and queued beside other requests' work, "
+                                                     "its words streamed as they are made (0: whole, long-form)"},
+                   STENO_FIELD(model.piece_seconds)));
+  t.push_back(bind(model, {"pieces-in-flight", {}, "N", "Pieces of one request queued or running at once (0: one "
+                                                        "per executor on a CPU, executors x max batch / 2 on a GPU)"},
+                   STENO_FIELD(model.pieces_in_flight)));
 
   const std::string exec = "Executors";
   t.push_back(bind(exec, {"share", {}, "MODE", "How the executors share the device: lanes (threads over one weight "

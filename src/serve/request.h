@@ -49,6 +49,11 @@ struct TranscriptionRequest {
   int executor_faults = 0;
 
   AnswerFn done;  // called exactly once, through the core's RequestCompleter
+  // The words as they are made (Submission::on_words), called by the core before `done`; null: none wanted.
+  WordsFn on_words;
+  // One piece of a long request (serve/piecewise.h): counted as an inference, not as a request of its own.
+  bool piece = false;
+  bool ran_as_pieces = false;  // the whole of such pieces: its inferences were counted piece by piece
 };
 
 }  // namespace steno::serve

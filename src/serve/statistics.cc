@@ -122,7 +122,13 @@ struct ModelStatistics::Series {
   prometheus::Family<prometheus::Gauge>* batch_cap = nullptr;  // one series per executor, added as they report
 };
 
-void ModelStatistics::request_finished(const TranscriptionResponse& r, double total_ms) {
+void ModelStatistics::piece_ran() {
+  std::lock_guard lock(mu_);
+  last_inference_ms_ = epoch_ms();
+  ++inference_count_;
+}
+
+void ModelStatistics::request_finished(const TranscriptionResponse& r, double total_ms, bool ran_as_pieces) {
   Series& s = *series_;
   if (!r.ok()) {
     s.failure[reason_index(r.outcome)]->Increment();
@@ -139,8 +145,10 @@ void ModelStatistics::request_finished(const TranscriptionResponse& r, double to
     add(fail_, to_ns(total_ms));
     return;
   }
-  last_inference_ms_ = epoch_ms();
-  ++inference_count_;
+  if (!ran_as_pieces) {
+    last_inference_ms_ = epoch_ms();
+    ++inference_count_;
+  }
   add(success_, to_ns(total_ms));
   add(queue_, to_ns(r.durations.queue_ms));
   add(compute_input_, to_ns(r.input_ms));

@@ -50,7 +50,10 @@ namespace steno::serve {
 class ModelStatistics {
  public:
   // A request answered with `response` (any outcome), `total_ms` after it arrived.
-  void request_finished(const TranscriptionResponse& response, double total_ms);
+  // `ran_as_pieces`: a long request whose pieces were counted as its inferences (piece_ran) as they finished.
+  void request_finished(const TranscriptionResponse& response, double total_ms, bool ran_as_pieces = false);
+  // A piece of a long request ran (serve/piecewise.h): one inference, not a request.
+  void piece_ran();
   // Rendering a successful answer took `ms` (its compute_output), for a request of a batch of `batch_size`.
   void output_rendered(int batch_size, double ms);
   // A batch that ran to completion.

@@ -239,6 +239,26 @@ TEST(BatchQueue, BetterPriorityFillsABatchBeforeNearerLengths) {
   EXPECT_EQ(ids(b->requests), (std::vector<std::string>{"head", "far-high"}));
 }
 
+TEST(BatchQueue, PiecesOfLongRequestsBatchOnlyWithPieces) {
+  FakeClock clock;
+  BatchQueue q(config(4, 0us));
+  auto piece = [](const std::string& id) {
+    auto r = make_request(id, 1000, 6);  // pieces queue a level behind their request (serve/piecewise.h)
+    r->piece = true;
+    return r;
+  };
+  admit_ok(q, piece("piece0"), clock.now);
+  admit_ok(q, make_request("short", 1000, 0), clock.now);
+  admit_ok(q, piece("piece1"), clock.now);
+  // The short request goes first and alone: a piece would add its compute to the short request's batch.
+  std::optional<Batch> b = q.cut(clock.now);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(ids(b->requests), (std::vector<std::string>{"short"}));
+  b = q.cut(clock.now);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(ids(b->requests), (std::vector<std::string>{"piece0", "piece1"}));
+}
+
 TEST(BatchQueue, ExpiredRequestsLeaveBeforeCostingCompute) {
   FakeClock clock;
   BatchQueue q(config(8, 10ms));

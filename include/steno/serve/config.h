@@ -40,6 +40,12 @@ struct ModelConfig {
   // diarizer streaming (Streaming Sortformer's 30.4 s operating point).
   double long_audio_seconds = 300;
   int long_attention = 128;
+  // A transcription longer than piece_seconds runs as pieces of at most that long, cut in pauses, queued beside
+  // other requests' work (0: whole, in the long-form mode above); at most pieces_in_flight of one request queued
+  // or running at once (0: one per executor on a CPU, where a batch costs the sum of its clips; executors x
+  // max_batch / 2 on a GPU).
+  double piece_seconds = 20;
+  int pieces_in_flight = 0;
   std::string vad = "auto";  // off | on | auto: transcribe only the speech (docs/vad.md)
   // Executors.
   ShareMode share = ShareMode::kLanes;

@@ -94,6 +94,11 @@ inline constexpr std::string_view kFaultHeader = "X-Steno-Fault";
 // The HTTP header (and gRPC trailing metadata key, in lower case) of each of TranscriptionResponse::warnings.
 inline constexpr std::string_view kWarningHeader = "X-Steno-Warning";
 
+// A transcription's words as they are made (Submission::on_words): the next stretch of the transcript, in order, on
+// the recording's timeline, each time the pieces before it are done. Called on a core thread, never after the
+// answer's AnswerFn has started; must not block (a front end queues the bytes to send).
+using WordsFn = std::function<void(const asr::Transcript& next)>;
+
 // A request from any front end. The core resolves the model, decodes and checks the audio (on the caller's
 // thread: front ends call submit from their work pools, never from an I/O thread), then queues it.
 struct Submission {
@@ -114,6 +119,10 @@ struct Submission {
   Clock::time_point received = Clock::now();              // when the front end got the request
   Clock::time_point deadline = Clock::time_point::max();  // work not started by then is dropped
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+  // Called with each stretch of the transcript as soon as it and everything before it is done (a long recording
+  // runs as pieces: ModelInfo::piece_seconds); null: the answer alone. A request run whole calls it once, before
+  // its answer. The answer's transcript is still the whole.
+  WordsFn on_words;
   // Test-only fault injection (`steno serve --enable-fault-injection`): the request tag as sent (HTTP header or
   // gRPC metadata X-Steno-Fault), "" for none. Ignored unless enabled; a bad tag is then kInvalidInput.
   std::string fault;
@@ -181,6 +190,10 @@ struct ModelInfo {
   int max_batch_size = 0;
   int64_t max_queue_delay_us = 0;
   double max_audio_seconds = 0;      // longer audio is refused (kOverLimit)
+  // A transcription longer than this runs as pieces of at most this many seconds, cut in pauses, each queued
+  // beside other requests' work (serve/piecewise.h); 0: every request runs whole.
+  double piece_seconds = 0;
+  int pieces_in_flight = 0;  // of one request at once; 0: serve/piecewise.h's default for the device
   int sample_rate = 16000;           // what the model hears (audio at other rates is resampled)
 };
 

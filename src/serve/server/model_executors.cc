@@ -80,6 +80,8 @@ BuiltModel build_model(const ServeConfig& config) {
   spec.info.device = m.parsed_device().str();
   spec.info.share = share_mode_name(m.share);
   spec.info.max_audio_seconds = m.max_audio_seconds;
+  spec.info.piece_seconds = m.piece_seconds;
+  spec.info.pieces_in_flight = m.pieces_in_flight;
   spec.batcher.max_batch_size = m.max_batch;
   spec.batcher.max_queue_delay = std::chrono::microseconds(static_cast<int64_t>(m.max_queue_delay_ms * 1000.0));
   spec.batcher.max_queue_size = static_cast<size_t>(m.max_queue_size);
