@@ -17,14 +17,18 @@ std::string header_safe(std::string_view text) {
 }  // namespace
 
 void submit_transcription(const std::shared_ptr<ApiContext>& ctx, const HttpRequest& request, ApiStyle style,
-                          Submission submission, RenderFn render, Responder respond) {
+                          Submission submission, RenderFn render, Responder respond,
+                          RenderFailureFn render_failure) {
   submission.id = request.id;
   submission.cancelled = request.cancelled;
   submission.fault = std::string(request.header(kFaultHeader));
-  AnswerFn answer = [style, render = std::move(render), respond = std::move(respond)](TranscriptionResponse r) {
+  AnswerFn answer = [style, render = std::move(render), respond = std::move(respond),
+                     render_failure = std::move(render_failure)](TranscriptionResponse r) {
     HttpResponse out;
     if (!r.ok()) {
-      out = error_response(style, http_error(r.error()));
+      const HttpError e = http_error(r.error());
+      std::optional<HttpResponse> own = render_failure ? render_failure(e) : std::nullopt;
+      out = own ? std::move(*own) : error_response(style, e);
     } else {
       try {
         out = render(r);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "errors.h"
@@ -24,11 +25,15 @@ struct ApiContext {
 
 // Renders a successful transcription into the response the API returns.
 using RenderFn = std::function<HttpResponse(const TranscriptionResponse& response)>;
+// Renders a failure itself when it returns a response (a streamed answer that has begun ends with an error event);
+// nullopt: the error in the API's style.
+using RenderFailureFn = std::function<std::optional<HttpResponse>(const HttpError& error)>;
 
 // Fills in what every HTTP submission takes from the request (its id, cancellation flag and fault tag), submits it,
-// and answers `respond` once: render(response) on success, the error in `style` otherwise; every answer carries
-// the response's warnings as x-steno-warning headers.
+// and answers `respond` once: render(response) on success, the error in `style` otherwise (or render_failure's);
+// every answer carries the response's warnings as x-steno-warning headers.
 void submit_transcription(const std::shared_ptr<ApiContext>& ctx, const HttpRequest& request, ApiStyle style,
-                          Submission submission, RenderFn render, Responder respond);
+                          Submission submission, RenderFn render, Responder respond,
+                          RenderFailureFn render_failure = nullptr);
 
 }  // namespace steno::serve::http

@@ -6,6 +6,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/version.hpp>
 
@@ -24,6 +26,8 @@ constexpr size_t kReadChunk = 16384;
 constexpr size_t kWatchChunk = 4096;
 constexpr size_t kMaxPipelinedBytes = 64 * 1024;    // stop watching once this much of a next request is queued
 constexpr auto kLingerTime = std::chrono::seconds(2);  // read-and-discard after an error answer, at most this long
+// A streamed response's parts not yet taken by the client, at most: beyond it the client is not reading.
+constexpr size_t kMaxStreamBacklog = 8 << 20;
 
 // The Responder's end: forwards to the connection if it still exists. Holds it weakly, so that a request stuck in
 // the inference core never keeps a closed connection (or, at shutdown, the io_context) alive.
@@ -32,6 +36,13 @@ class ResponseSink : public Responder::Sink {
   ResponseSink(std::weak_ptr<Connection> conn, uint64_t seq) : conn_(std::move(conn)), seq_(seq) {}
   void send(HttpResponse response) override {
     if (auto c = conn_.lock()) c->deliver(seq_, std::move(response));
+  }
+  bool streams() const override { return true; }
+  void begin(HttpResponse head) override {
+    if (auto c = conn_.lock()) c->deliver_begin(seq_, std::move(head));
+  }
+  void more(std::string bytes) override {
+    if (auto c = conn_.lock()) c->deliver_more(seq_, std::move(bytes));
   }
 
  private:
@@ -95,6 +106,18 @@ void Connection::force_close() {
 void Connection::deliver(uint64_t seq, HttpResponse response) {
   net::post(socket_.get_executor(), [self = shared_from_this(), seq, r = std::move(response)]() mutable {
     self->on_deliver(seq, std::move(r));
+  });
+}
+
+void Connection::deliver_begin(uint64_t seq, HttpResponse head) {
+  net::post(socket_.get_executor(), [self = shared_from_this(), seq, h = std::move(head)]() mutable {
+    self->on_begin(seq, std::move(h));
+  });
+}
+
+void Connection::deliver_more(uint64_t seq, std::string bytes) {
+  net::post(socket_.get_executor(), [self = shared_from_this(), seq, b = std::move(bytes)]() mutable {
+    self->on_more(seq, std::move(b));
   });
 }
 
@@ -302,6 +325,12 @@ void Connection::on_watch(error_code ec, size_t bytes) {
 }
 
 void Connection::on_deliver(uint64_t seq, HttpResponse response) {
+  if (streaming_) {  // the last part of a streamed response
+    if (seq != seq_ || stream_ended_) return;
+    stream_ended_ = true;
+    on_more(seq, std::move(response.body));
+    return;
+  }
   if (state_ != State::kDispatched || seq != seq_) return;  // closed meanwhile, or a stale answer
   if (watching_) {
     pending_ = std::move(response);
@@ -350,6 +379,77 @@ void Connection::write(HttpResponse response, bool close_after) {
   });
 }
 
+// ---- a streamed response ----------------------------------------------------------------------------------------
+
+void Connection::on_begin(uint64_t seq, HttpResponse head) {
+  if (state_ != State::kDispatched || seq != seq_ || streaming_) return;
+  streaming_ = true;
+  state_ = State::kWriting;  // the timer now closes a write that takes too long; the watch read stays
+  auto res = std::make_shared<bhttp::response<bhttp::empty_body>>();
+  res->version(11);
+  res->result(static_cast<unsigned>(head.status));
+  if (res->reason().empty()) res->reason(status_reason(head.status));
+  res->set(bhttp::field::server, host_.options.server_header);
+  if (!head.content_type.empty()) res->set(bhttp::field::content_type, head.content_type);
+  if (!request_id_.empty()) res->set("X-Request-Id", request_id_);
+  for (auto& [name, value] : head.headers) res->set(name, value);
+  res->keep_alive(false);  // the stream ends the connection: no pipelined request waits behind an hour of events
+  res->chunked(true);
+  auto sr = std::make_shared<bhttp::response_serializer<bhttp::empty_body>>(*res);
+  stream_writing_ = true;
+  arm_timer(host_.options.write_timeout);
+  bhttp::async_write_header(socket_, *sr, [self = shared_from_this(), res, sr](error_code ec, size_t) {
+    if (self->state_ == State::kClosed) return;
+    self->cancel_timer();
+    self->stream_writing_ = false;
+    if (ec) return self->close();
+    self->stream_next();
+  });
+  if (!head.body.empty()) on_more(seq, std::move(head.body));
+}
+
+void Connection::on_more(uint64_t seq, std::string bytes) {
+  if (!streaming_ || seq != seq_ || state_ == State::kClosed) return;
+  if (!bytes.empty()) {
+    stream_backlog_ += bytes.size();
+    stream_parts_.push_back(std::move(bytes));
+  }
+  if (stream_backlog_ > kMaxStreamBacklog) {
+    spdlog::warn("http {}: client is not reading its event stream ({} queued); dropped, its request cancelled",
+                 remote_, mib(stream_backlog_));
+    return close();
+  }
+  if (!stream_writing_) stream_next();
+}
+
+void Connection::stream_next() {
+  if (state_ == State::kClosed || stream_writing_) return;
+  if (stream_parts_.empty()) {
+    if (!stream_ended_) return;  // more parts to come
+    stream_writing_ = true;
+    arm_timer(host_.options.write_timeout);
+    return net::async_write(socket_, bhttp::make_chunk_last(), [self = shared_from_this()](error_code ec, size_t) {
+      if (self->state_ == State::kClosed) return;
+      self->streaming_ = false;  // complete: closing now cancels nothing
+      self->close();
+      (void)ec;
+    });
+  }
+  auto part = std::make_shared<std::string>(std::move(stream_parts_.front()));
+  stream_parts_.pop_front();
+  stream_writing_ = true;
+  arm_timer(host_.options.write_timeout);
+  net::async_write(socket_, bhttp::make_chunk(net::buffer(*part)), [self = shared_from_this(), part](error_code ec,
+                                                                                                      size_t) {
+    if (self->state_ == State::kClosed) return;
+    self->cancel_timer();
+    self->stream_writing_ = false;
+    self->stream_backlog_ -= part->size();
+    if (ec) return self->close();
+    self->stream_next();
+  });
+}
+
 void Connection::linger_close() {
   // Half-close, then read and discard until the client closes (or for kLingerTime): closing a socket with
   // unread input makes the kernel send a reset, which can destroy the answer before the client reads it.
@@ -372,6 +472,8 @@ void Connection::linger_read() {
 void Connection::close() {
   if (state_ == State::kClosed) return;
   state_ = State::kClosed;
+  // A stream cut before its end (a client that stopped reading or went away): nobody reads the rest.
+  if (streaming_ && cancelled_) cancelled_->store(true);
   cancel_timer();
   error_code ignored;
   socket_.shutdown(tcp::socket::shutdown_both, ignored);

@@ -24,6 +24,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -61,7 +62,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void force_close();  // thread-safe: close now, whatever the state
 
   // From any thread, through a Responder: the response to request number `seq`. Stale or late ones are dropped.
+  // A streamed response: deliver_begin (head and first bytes), deliver_more, then deliver (the last bytes).
   void deliver(uint64_t seq, HttpResponse response);
+  void deliver_begin(uint64_t seq, HttpResponse head);
+  void deliver_more(uint64_t seq, std::string bytes);
 
  private:
   enum class State { kReading, kDispatched, kWriting, kClosed };
@@ -79,6 +83,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_watch(boost::system::error_code ec, size_t bytes);
   void on_deliver(uint64_t seq, HttpResponse response);
   void write(HttpResponse response, bool close_after);
+  // A streamed response (chunked transfer coding, then Connection: close): the head, then the queued parts in
+  // order; a client that stops reading (write_timeout, or kMaxStreamBacklog bytes not taken) is dropped and its
+  // request cancelled.
+  void on_begin(uint64_t seq, HttpResponse head);
+  void on_more(uint64_t seq, std::string bytes);
+  void stream_next();
   void fail_request(int status, const std::string& message);
   void linger_close();
   void linger_read();
@@ -108,6 +118,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   HttpRequest head_;                       // the request being read (headers; body comes at the end)
   std::optional<HttpResponse> pending_;    // a delivered response waiting for the watch read to stop
   std::shared_ptr<std::atomic<bool>> cancelled_;
+  // A streamed response in progress (on_begin .. its end).
+  bool streaming_ = false;
+  bool stream_writing_ = false;  // a write of the head or a part is under way
+  bool stream_ended_ = false;    // the last part is queued
+  std::deque<std::string> stream_parts_;
+  size_t stream_backlog_ = 0;    // bytes queued, not yet written
   std::unique_ptr<std::array<char, 16384>> linger_buffer_;
   std::shared_ptr<Connection> self_;       // keeps a dispatched connection alive until it is answered or closed
 };

@@ -46,7 +46,42 @@ HttpResponse HttpResponse::empty(int status) {
 
 void Responder::operator()(HttpResponse response) const {
   if (!state_ || state_->sent.exchange(true)) return;  // a second call is a no-op, never a second response
+  {
+    std::lock_guard lock(state_->mu);
+    if (state_->held) {  // begun, for a sink that cannot stream: the parts go whole
+      state_->held->body += response.body;
+      response = std::move(*state_->held);
+      state_->held.reset();
+    }
+  }
   state_->sink->send(std::move(response));
+}
+
+void Responder::begin(HttpResponse head) const {
+  if (!state_ || state_->sent.load()) return;
+  std::lock_guard lock(state_->mu);
+  if (state_->begun) return;
+  state_->begun = true;
+  if (state_->sink->streams())
+    state_->sink->begin(std::move(head));
+  else
+    state_->held = std::move(head);
+}
+
+void Responder::more(std::string bytes) const {
+  if (!state_ || state_->sent.load()) return;
+  std::lock_guard lock(state_->mu);
+  if (!state_->begun) return;
+  if (state_->held)
+    state_->held->body += bytes;
+  else
+    state_->sink->more(std::move(bytes));
+}
+
+bool Responder::begun() const {
+  if (!state_) return false;
+  std::lock_guard lock(state_->mu);
+  return state_->begun;
 }
 
 Responder::State::~State() {

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -66,12 +68,21 @@ class HttpError : public std::runtime_error {
 // Where a handler's response goes. Thread-safe and callable from any thread (the inference core's callback
 // thread included), exactly once; the connection writes it on its own strand. A Responder dropped without being
 // called answers 500, so that a handler bug never leaves a client hanging.
+//
+// A response may also go in parts (server-sent events as they are made): begin(head) sends the status, headers
+// and first bytes at once, more(bytes) sends the next bytes, and the call that answers (operator()) sends the last
+// ones (its status and headers are then ignored) and ends it. Parts are sent in the order of the calls, which the
+// caller serialises. A sink that cannot stream gets the whole response at the end.
 class Responder {
  public:
   class Sink {
    public:
     virtual ~Sink() = default;
     virtual void send(HttpResponse response) = 0;
+    // Streaming, for sinks that can (the connection): the head and first bytes, then more bytes; send() ends it.
+    virtual bool streams() const { return false; }
+    virtual void begin(HttpResponse /*head*/) {}
+    virtual void more(std::string /*bytes*/) {}
   };
 
   Responder() = default;
@@ -80,12 +91,20 @@ class Responder {
   void operator()(HttpResponse response) const;
   bool valid() const { return state_ != nullptr; }
 
+  // A response in parts (above). begin() after begin() or after the answer is ignored; more() before begin().
+  void begin(HttpResponse head) const;
+  void more(std::string bytes) const;
+  bool begun() const;  // begin() was called: the status and headers are gone
+
  private:
   struct State {
     explicit State(std::shared_ptr<Sink> s) : sink(std::move(s)) {}
     ~State();
     std::shared_ptr<Sink> sink;
     std::atomic<bool> sent{false};
+    std::mutex mu;                    // the parts below
+    bool begun = false;
+    std::optional<HttpResponse> held;  // a begun response kept whole for a sink that cannot stream
   };
   std::shared_ptr<State> state_;  // shared: copies of a Responder (e.g. inside std::function) answer once
 };

@@ -62,8 +62,25 @@ void transcribe(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Re
   submission.audio = EncodedAudio{form.file->data};  // the body outlives the call: the service decodes it now
   submission.audio_field = "file";
   submission.received = received;
+  // stream=true without speakers: each stretch of words is sent as its pieces finish (a long recording's words
+  // arrive while the rest is transcribed); with speakers the events wait for the whole diarization.
+  const bool stream_words = form.stream && !form.speakers;
+  if (stream_words)
+    submission.on_words = [respond](const asr::Transcript& next) {
+      std::string events = transcript_delta_events(next.words, !respond.begun());
+      if (respond.begun()) return respond.more(std::move(events));
+      HttpResponse head = HttpResponse::text(200, std::move(events), "text/event-stream");
+      head.headers.emplace_back("Cache-Control", "no-cache");
+      respond.begin(std::move(head));
+    };
+  RenderFailureFn render_failure = [respond](const HttpError& e) -> std::optional<HttpResponse> {
+    if (!respond.begun()) return std::nullopt;
+    return HttpResponse::text(200, transcript_error_event(e), "text/event-stream");
+  };
   RenderFn render = [format = form.format, verbose = form.verbose, speakers = form.speakers, stream = form.stream,
-                     names = std::move(form.speaker_names)](const TranscriptionResponse& r) {
+                     names = std::move(form.speaker_names), respond](const TranscriptionResponse& r) {
+    if (stream && respond.begun())  // the words are out: the stream ends with the whole text
+      return HttpResponse::text(200, transcript_done_event(r.transcript.text), "text/event-stream");
     std::optional<SpeakerTranscript> who;
     if (speakers) who = speaker_transcript(r, names);
     RenderedBody out = stream ? render_transcript_events(r.transcript, who ? &*who : nullptr)
@@ -74,7 +91,7 @@ void transcribe(const std::shared_ptr<ApiContext>& ctx, HttpRequest& request, Re
     return response;
   };
   submit_transcription(ctx, request, ApiStyle::kOpenAI, std::move(submission), std::move(render),
-                       std::move(respond));
+                       std::move(respond), std::move(render_failure));
 }
 
 // An RTTM recording id from an uploaded file's name: its stem, whitespace made '_'; "audio" without one.

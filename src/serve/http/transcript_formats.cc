@@ -1,5 +1,7 @@
 #include "transcript_formats.h"
 
+#include "errors.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -171,6 +173,29 @@ RenderedBody render_transcript(const asr::Transcript& t, ResponseFormat format, 
     }
   }
   return {dump({{"text", t.text}}), "application/json"};
+}
+
+namespace {
+std::string event(const nlohmann::json& e) { return "data: " + dump(e) + "\n\n"; }
+}  // namespace
+
+std::string transcript_delta_events(const std::vector<asr::TimedText>& words, bool first) {
+  std::string out;
+  for (const asr::TimedText& w : words) {
+    out += event({{"type", "transcript.text.delta"}, {"delta", first ? w.text : " " + w.text}});
+    first = false;
+  }
+  return out;
+}
+
+std::string transcript_done_event(const std::string& text) {
+  return event({{"type", "transcript.text.done"}, {"text", text}});
+}
+
+std::string transcript_error_event(const HttpError& error) {
+  nlohmann::json e = nlohmann::json::parse(error_response(ApiStyle::kOpenAI, error).body);
+  e["type"] = "error";
+  return event(e);
 }
 
 RenderedBody render_transcript_events(const asr::Transcript& t, const SpeakerTranscript* speakers) {

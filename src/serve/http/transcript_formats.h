@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "serve/frontend/speaker_transcript.h"
+#include "serve/http/message.h"
 #include "steno/asr/transcript.h"
 
 namespace steno::serve::http {
@@ -47,9 +48,16 @@ RenderedBody render_transcript(const asr::Transcript& transcript, ResponseFormat
 // stream=true: the transcript as OpenAI's streamed transcription events, server-sent (text/event-stream; each
 // `data: <event JSON>` and a blank line): transcript.text.delta a word at a time (the deltas joined are the text),
 // with `speakers` (diarized_json) each word's delta tied to its speaker segment by segment_id and every
-// transcript.text.segment (diarized_json's segment) after its words; then transcript.text.done with the text. The
-// events are sent once the transcript is complete: steno runs a request as one piece.
+// transcript.text.segment (diarized_json's segment) after its words; then transcript.text.done with the text. This
+// renders them all at once (speakers are known once the whole recording is diarized); without speakers the
+// OpenAI handler sends them as the words are made, with the three below.
 RenderedBody render_transcript_events(const asr::Transcript& transcript, const SpeakerTranscript* speakers = nullptr);
+
+// One transcript.text.delta event per word; the stream's first word (`first`) without a leading space.
+std::string transcript_delta_events(const std::vector<asr::TimedText>& words, bool first);
+std::string transcript_done_event(const std::string& text);
+// A failure after the stream began (its status is gone): an `error` event with OpenAI's error object.
+std::string transcript_error_event(const HttpError& error);
 
 // "HH:MM:SS,mmm" (SubRip, sep ',') or "HH:MM:SS.mmm" (WebVTT, sep '.').
 std::string format_cue_time(double seconds, char millis_separator);
