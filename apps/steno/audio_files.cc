@@ -40,9 +40,9 @@ std::vector<size_t> by_length(const std::vector<InputFile>& files) {
   return order;
 }
 
-void show_progress(size_t done, size_t total, double audio_s, double wall_s) {
+void show_progress(size_t done, size_t total, double audio_s, double wall_s, const char* units) {
   if (total < 2 || !isatty(STDERR_FILENO)) return;
-  std::fprintf(stderr, "\r%zu/%zu files, %.1f s of audio, RTFx %.1f   ", done, total, audio_s,
+  std::fprintf(stderr, "\r%zu/%zu %s, %.1f s of audio, RTFx %.1f   ", done, total, units, audio_s,
                wall_s > 0 ? audio_s / wall_s : 0.0);
   if (done == total) std::fputc('\n', stderr);
   std::fflush(stderr);

@@ -24,8 +24,8 @@ std::vector<InputFile> decode_files(const std::vector<std::string>& paths, const
 // Indices of the decoded files, shortest first (stable).
 std::vector<size_t> by_length(const std::vector<InputFile>& files);
 
-// A one-line progress report on stderr when it is a terminal and there is more than one file.
-void show_progress(size_t done, size_t total, double audio_s, double wall_s);
+// A one-line progress report on stderr when it is a terminal and there is more than one unit ("files", "pieces").
+void show_progress(size_t done, size_t total, double audio_s, double wall_s, const char* units = "files");
 
 // Prints each file's warnings and error to stderr; returns how many failed.
 int report_file_problems(const std::vector<InputFile>& files);

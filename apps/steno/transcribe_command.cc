@@ -1,6 +1,7 @@
-// `steno transcribe`: files in, transcripts out. Files are decoded, sorted by length and transcribed in batches.
-// With --diarize the diarizer runs over the same files and every word gets a speaker (diar/speaker_attribution.h):
-// the transcript comes out as speaker turns.
+// `steno transcribe`: files in, transcripts out. Files are decoded, sorted by length, cut into pieces as the server
+// cuts them (piece_schedule.h) and transcribed in batches; one file's words are printed as they are made. With
+// --diarize the diarizer runs over the same files first and every word gets a speaker
+// (diar/speaker_attribution.h): the transcript comes out as speaker turns, each printed once it is finished.
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "commands.h"
 #include "compute_options.h"
 #include "diarizer_options.h"
+#include "piece_schedule.h"
 #include "speech_cuts.h"
 #include "steno/asr/transcriber.h"
 #include "steno/audio/decode.h"
@@ -29,7 +31,8 @@ struct TranscribeOptions {
   ComputeOptions compute;
   int batch_size = 8;
   int local_attention = 0;
-  double max_audio_seconds = 1200;
+  double max_audio_seconds = 4 * 3600;
+  double piece_seconds = 10;
   std::vector<std::string> files;
   bool diarize = false;
   DiarizerOptions diarizer;
@@ -120,36 +123,12 @@ int run_transcribe(const TranscribeOptions& opt) {
   const std::vector<size_t> order = by_length(files);
   // With the VAD, a file's clip is its speech alone; a file with none is not run at all (an empty transcript).
   const std::vector<std::optional<vad::SpeechAudio>> speech = cut_to_speech(files, vad_mode, model->sample_rate());
+  const int rate = model->sample_rate();
+  const double frame_seconds = model->frame_seconds();
 
   const auto run_start = std::chrono::steady_clock::now();
-  double audio_done = 0;
-  size_t batch_index = 0;
-  for (size_t begin = 0; begin < order.size(); begin += opt.batch_size, ++batch_index) {
-    const size_t end = std::min(order.size(), begin + opt.batch_size);
-    std::vector<std::span<const float>> clips;
-    std::vector<size_t> run;  // the batch's files that have audio to transcribe
-    for (size_t j = begin; j < end; ++j) {
-      const auto& cut = speech[order[j]];
-      if (cut && cut->pcm.empty()) continue;
-      clips.emplace_back(cut ? std::span<const float>(cut->pcm) : std::span<const float>(files[order[j]].samples));
-      run.push_back(j);
-    }
-    asr::StageTimings timings;
-    std::vector<asr::Transcript> out;
-    if (!clips.empty()) out = transcriber.transcribe(clips, &timings);
-    for (size_t j = begin, next = 0; j < end; ++j) {
-      FileResult& r = results[order[j]];
-      if (next < run.size() && run[next] == j) r.transcript = std::move(out[next++]);
-      if (const auto& cut = speech[order[j]])
-        vad::restore_timeline(r.transcript, *cut, model->sample_rate(), model->frame_seconds());
-      r.timings = timings;
-      r.batch = batch_index;
-      audio_done += r.transcript.audio_seconds;
-    }
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
-    show_progress(end, order.size(), audio_done, wall);
-  }
-  // Who spoke: the diarizer over the same files, its probabilities joined with each transcript's words.
+  // Who spoke, first: each file's speaker probabilities are then at hand as its words come.
+  std::vector<diar::Diarization> diarized(files.size());
   const size_t diar_batch = diarizer && diarizer->streaming() ? 1 : static_cast<size_t>(opt.batch_size);
   for (size_t begin = 0; diarizer && begin < order.size(); begin += diar_batch) {
     const size_t end = std::min(order.size(), begin + diar_batch);
@@ -160,16 +139,76 @@ int run_transcribe(const TranscribeOptions& opt) {
       labels.push_back(files[order[j]].path);
     }
     const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<diar::Diarization> d = diarizer->run(ctx, clips, labels);
+    std::vector<diar::Diarization> d = diarizer->run(ctx, clips, labels);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     for (size_t j = begin; j < end; ++j) {
-      FileResult& r = results[order[j]];
-      const diar::Diarization& one = d[j - begin];
-      r.turns = diar::speaker_transcript(r.transcript, one.probs, one.frames, one.num_speakers,
-                                         diarizer->model().frame_seconds());
-      r.speakers = one.active_speakers();
-      r.diarize_ms = ms;
+      diarized[order[j]] = std::move(d[j - begin]);
+      results[order[j]].diarize_ms = ms;
     }
+  }
+
+  // The words: every file's clip cut into pieces as the server cuts it, run in batches in time order.
+  std::vector<std::span<const float>> clips(files.size());
+  for (size_t f = 0; f < files.size(); ++f)
+    if (files[f].error.empty())
+      clips[f] = speech[f] ? std::span<const float>(speech[f]->pcm) : std::span<const float>(files[f].samples);
+  PieceSchedule schedule(clips, order, rate, opt.piece_seconds, frame_seconds);
+  // File f's transcript so far (all of it once done), on the recording's timeline.
+  const auto on_recording = [&](size_t f) {
+    asr::Transcript t = schedule.joined(f);
+    if (const auto& cut = speech[f]) vad::restore_timeline(t, *cut, rate, frame_seconds);
+    if (!speech[f]) t.audio_seconds = static_cast<double>(files[f].samples.size()) / rate;
+    return t;
+  };
+  const auto turns_of = [&](size_t f, const asr::Transcript& t) {
+    const diar::Diarization& d = diarized[f];
+    return diar::speaker_transcript(t, d.probs, d.frames, d.num_speakers, diarizer->model().frame_seconds());
+  };
+  // One file as text: its words (diarized: its finished turns) printed as they are made.
+  const bool progressive = files.size() == 1 && opt.format == "text" && files[0].error.empty();
+  bool printed_words = false;
+  size_t printed_turns = 0;
+  std::vector<char> started(files.size(), 0);
+  double audio_done = 0;
+  size_t batch_index = 0;
+  for (size_t begin = 0; begin < schedule.size(); begin += opt.batch_size, ++batch_index) {
+    const size_t end = std::min(schedule.size(), begin + static_cast<size_t>(opt.batch_size));
+    const std::vector<std::span<const float>> audio = schedule.audio(begin, end);
+    asr::StageTimings timings;
+    std::vector<asr::Transcript> out = transcriber.transcribe(audio, &timings);
+    for (size_t k = begin; k < end; ++k) {
+      FileResult& r = results[schedule.file_of(k)];
+      if (!std::exchange(started[schedule.file_of(k)], char{1})) r.batch = batch_index;
+      r.timings += timings;  // of every batch the file's pieces were in
+      audio_done += static_cast<double>(audio[k - begin].size()) / rate;
+    }
+    for (const PieceSchedule::Stretch& stretch : schedule.finish(begin, std::move(out))) {
+      if (!progressive) continue;
+      if (!opt.diarize) {
+        if (stretch.words.text.empty()) continue;
+        std::printf("%s%s", printed_words ? " " : "", stretch.words.text.c_str());
+        printed_words = true;
+      } else {  // every turn but the last is finished: later words can only extend the last
+        const std::vector<diar::SpeakerTurn> turns = turns_of(0, on_recording(0));
+        if (turns.size() > printed_turns + 1) {
+          std::fputs(diar::turns_to_text({turns.begin() + static_cast<std::ptrdiff_t>(printed_turns), turns.end() - 1})
+                         .c_str(),
+                     stdout);
+          printed_turns = turns.size() - 1;
+        }
+      }
+      std::fflush(stdout);
+    }
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+    show_progress(end, schedule.size(), audio_done, wall, "pieces");
+  }
+  for (size_t f = 0; f < files.size(); ++f) {
+    if (!files[f].error.empty()) continue;
+    FileResult& r = results[f];
+    r.transcript = on_recording(f);
+    if (!diarizer) continue;
+    r.turns = turns_of(f, r.transcript);
+    r.speakers = diarized[f].active_speakers();
   }
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
 
@@ -191,6 +230,15 @@ int run_transcribe(const TranscribeOptions& opt) {
                             {"failed", failures}}}};
     if (diarizer) doc["diarization"] = diarizer->settings_json();
     std::printf("%s\n", doc.dump(2).c_str());
+  } else if (progressive && opt.diarize) {  // the turns not printed yet: the last, or all of a short file
+    const auto& turns = results[0].turns;
+    std::fputs(
+        diar::turns_to_text({turns.begin() + static_cast<std::ptrdiff_t>(std::min(printed_turns, turns.size())),
+                             turns.end()})
+            .c_str(),
+        stdout);
+  } else if (progressive) {
+    std::printf("\n");
   } else if (opt.diarize) {
     for (size_t i = 0; i < files.size(); ++i) {
       if (!files[i].error.empty()) continue;
@@ -222,8 +270,11 @@ Run add_transcribe_command(CLI::App& app) {
   cmd->add_option("--local-attention", opt->local_attention,
                   "Use banded local attention of this half-width in encoder frames (NeMo rel_pos_local_attn; "
                   "e.g. 256 for long audio); 0 keeps the model's attention");
-  cmd->add_option("--max-audio-seconds", opt->max_audio_seconds,
-                  "Refuse files longer than this (full attention is quadratic in length)");
+  cmd->add_option("--max-audio-seconds", opt->max_audio_seconds, "Refuse files longer than this");
+  cmd->add_option("--piece-seconds", opt->piece_seconds,
+                  "Transcribe audio longer than this as pieces of at most this long, cut in pauses, as steno serve "
+                  "does (its words printed as they are made); 0: whole (full attention: quadratic in length)")
+      ->check(CLI::Range(0.0, 1e6));
   cmd->add_flag("--diarize", opt->diarize,
                 "Tag every word with its speaker and print speaker turns (NeMo's SpeakerTaggedASR rule)");
   opt->diarizer.add_to(cmd);

@@ -181,11 +181,11 @@ TEST_F(TranscribeCli, TensorOfTheWrongShapeIsNamed) {
   EXPECT_NE(r.out.find("decoder.prediction.embed.weight"), std::string::npos) << r.out;
 }
 
-TEST_F(TranscribeCli, OneHourFileIsRefusedNamingTheLimit) {
-  // A real 1-hour 16 kHz mono WAV (115 MB of silence), refused by the default full-attention limit.
-  const fs::path p = tmp_ / "hour.wav";
+TEST_F(TranscribeCli, FiveHourFileIsRefusedNamingTheLimit) {
+  // A real 5-hour 16 kHz mono WAV (576 MB of silence, sparse), refused by the default limit of 4 hours.
+  const fs::path p = tmp_ / "five-hours.wav";
   {
-    const uint32_t rate = 16000, samples = 3600 * rate, data_bytes = samples * 2;
+    const uint32_t rate = 16000, samples = 5 * 3600 * rate, data_bytes = samples * 2;
     std::ofstream out(p, std::ios::binary);
     auto u32 = [&](uint32_t v) { out.write(reinterpret_cast<const char*>(&v), 4); };
     auto u16 = [&](uint16_t v) { out.write(reinterpret_cast<const char*>(&v), 2); };
@@ -201,7 +201,7 @@ TEST_F(TranscribeCli, OneHourFileIsRefusedNamingTheLimit) {
   const RunResult r = run("transcribe --model " + model_ + " " + p.string());
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("--max-audio-seconds"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("3600"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("18000"), std::string::npos) << r.out;
 }
 
 }  // namespace
