@@ -44,7 +44,7 @@ struct ModelConfig {
   // other requests' work (0: whole, in the long-form mode above); at most pieces_in_flight of one request queued
   // or running at once (0: one per executor on a CPU, where a batch costs the sum of its clips; executors x
   // max_batch / 2 on a GPU).
-  double piece_seconds = 20;
+  double piece_seconds = 10;
   int pieces_in_flight = 0;
   std::string vad = "auto";  // off | on | auto: transcribe only the speech (docs/vad.md)
   // Executors.

@@ -101,6 +101,61 @@ if ls -l "/proc/$pid/fd" 2>/dev/null | grep -q "$work/spool"; then fail "the upl
 [ -z "$(ls -A "$work/spool")" ] || fail "the spool directory is not empty: $(ls -A "$work/spool")"
 expect_words "the conversation"
 
+# 4b. Streamed (stream=true): the words arrive as the pieces finish; the deltas joined and the closing
+# transcript.text.done are the transcript the conversation got above.
+model=$(curl -sS "http://127.0.0.1:$port/v1/models" | "$python" -c 'import json,sys; print(json.load(sys.stdin)["data"][0]["id"])')
+curl -sSN -F "file=@$work/conv.wav" -F stream=true "$url" >"$work/events.txt" || fail "the streamed request failed"
+"$python" - "$work/events.txt" "$work/answer.json" <<'EOF' || fail "the event stream is not the transcript"
+import json, sys
+events = [json.loads(l[6:]) for l in open(sys.argv[1]) if l.startswith("data: ")]
+text = json.load(open(sys.argv[2]))["text"]
+assert events and events[-1]["type"] == "transcript.text.done", events[-1:]
+deltas = "".join(e["delta"] for e in events if e["type"] == "transcript.text.delta")
+assert deltas == events[-1]["text"] == text, (deltas[:200], events[-1]["text"][:200], text[:200])
+print(f"long_conversation_upload: streamed {len(events) - 1} word events, then the text")
+EOF
+
+# 4c. A client that goes away after the first words cancels the rest: of the conversation's pieces only those
+# under way then run (one at a time on a CPU lane).
+inferences() {
+  curl -sS "http://127.0.0.1:$port/v2/models/$model/stats" |
+    "$python" -c 'import json,sys; print(json.load(sys.stdin)["model_stats"][0]["inference_count"])'
+}
+cancelled() {
+  curl -sS "http://127.0.0.1:$port/metrics" | awk '/^nv_inference_request_failure\{.*reason="CANCELED"/ {n += $2} END {print n + 0}'
+}
+before=$(inferences)
+cancelled_before=$(cancelled)
+curl -sSN -F "file=@$work/conv.wav" -F stream=true "$url" 2>/dev/null | head -n 1 >"$work/first.txt" || true
+grep -q transcript.text.delta "$work/first.txt" || fail "no first event before the client left: $(cat "$work/first.txt")"
+for _ in $(seq 100); do [ "$(cancelled)" -gt "$cancelled_before" ] && break; sleep 0.1; done
+[ "$(cancelled)" -gt "$cancelled_before" ] || { show_log; fail "the request of a client that went away was not cancelled"; }
+ran=$(( $(inferences) - before ))
+echo "long_conversation_upload: the client left after its first words; $ran piece(s) ran, then the request was cancelled"
+[ "$ran" -le 4 ] || fail "$ran pieces ran after the client left after the first"
+
+# 4d. A client that stops reading its stream holds nothing up: other requests are answered meanwhile.
+"$python" - "$port" "$work/conv.wav" <<'EOF' &
+import socket, sys, time
+port, path = int(sys.argv[1]), sys.argv[2]
+b = "steno-boundary"
+body = (f'--{b}\r\nContent-Disposition: form-data; name="stream"\r\n\r\ntrue\r\n'
+        f'--{b}\r\nContent-Disposition: form-data; name="file"; filename="conv.wav"\r\n'
+        f'Content-Type: audio/wav\r\n\r\n').encode() + open(path, "rb").read() + f'\r\n--{b}--\r\n'.encode()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(("127.0.0.1", port))
+s.sendall(f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary={b}\r\n"
+          f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+time.sleep(8)  # never reads
+s.close()
+EOF
+stalled=$!
+sleep 1
+expect_words "a client that stopped reading its stream"
+wait "$stalled" || fail "the non-reading client failed"
+expect_words "the non-reading client's departure"
+
 # 5. Peak memory.
 peak_kb=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
 peak_mb=$(( peak_kb / 1024 ))
