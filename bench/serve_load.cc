@@ -5,7 +5,7 @@
 //   serve_load --closed-loop --port P --clip FILE [--concurrency "1 4 8 16 20 24 32 64 100"] [--duration-s 30]
 //              [--warmup-s 5] [--sla-mean-ms 650] [--sla-p99-ms 1000] [--timeout-s 300] [--out FILE.json]
 //              [--grpc-port G --model NAME]
-//   serve_load --open-loop --port P [--workload mix] [--rates "1 2 5 10 20 50 100 200"] [--duration-s 30]
+//   serve_load --open-loop --port P [--workload mix|fixed] [--rates "1 2 5 10 20 50 100 200"] [--duration-s 30]
 //              [--warmup-s 5] [--sla-p99-ms 1000] [--sla-mean-ms MS] [--mix-clips 100] [--max-in-flight 2000]
 //              [--testset DIR] [--timeout-s 300] [--out FILE.json]
 //   serve_load --offline --port P [--mix-clips 1000] [--warmup 2] [--testset DIR] [--timeout-s 300] [--out FILE.json]
@@ -21,6 +21,7 @@
 //   v2 gRPC (ModelInfer of model --model) instead of the OpenAI endpoint; /metrics is still read from --port.
 // --open-loop: the benchmark protocol's `mix` workload: for each arrival rate of --rates, clips of the mix's lengths
 //   sent at Poisson arrival times whatever the answers; latency, requests/s and the SLO per point, and the headline.
+//   --workload fixed: every clip --clip-seconds long instead (bench/run_cpu_fairness.sh's steady short requests).
 // --offline: the benchmark protocol's `offline` workload as served: the mix's clips (the first --mix-clips of its
 //   1,000 lengths) as one job, longest first, every clip its own request and all in flight at once; each answer
 //   checked against the clip's reference (sent alone first); RTFx = audio seconds / wall seconds.
@@ -78,7 +79,7 @@ namespace {
                "       serve_load --closed-loop --port P --clip FILE [--host H] [--concurrency \"1 4 8 ...\"]\n"
                "                  [--duration-s 30] [--warmup-s 5] [--sla-mean-ms 650] [--sla-p99-ms 1000]\n"
                "                  [--timeout-s S] [--out FILE.json] [--grpc-port G --model NAME]\n"
-               "       serve_load --open-loop --port P [--host H] [--workload mix] [--rates \"1 2 5 ...\"]\n"
+               "       serve_load --open-loop --port P [--host H] [--workload mix|fixed] [--rates \"1 2 5 ...\"]\n"
                "                  [--duration-s 30] [--warmup-s 5] [--sla-p99-ms 1000] [--sla-mean-ms MS]\n"
                "                  [--mix-clips 100] [--max-in-flight 2000] [--testset DIR] [--timeout-s S]\n"
                "                  [--out FILE.json]\n"
@@ -208,7 +209,8 @@ Options parse_args(int argc, char** argv) {
     if (!(o.sla_mean_ms > 0) || !(o.sla_p99_ms > 0)) usage("--sla-mean-ms and --sla-p99-ms must be > 0");
   }
   if (o.open_loop) {
-    if (o.workload != "mix") usage("--workload: only \"mix\" is defined");
+    if (o.workload != "mix" && o.workload != "fixed")
+      usage("--workload: \"mix\" or \"fixed\" (every clip --clip-seconds long)");
     if (o.mix_clips < 1 || o.mix_clips > 1000) usage("--mix-clips must be in 1..1000 (the mix has 1,000 lengths)");
     if (o.max_in_flight < 1) usage("--max-in-flight must be >= 1");
   }

@@ -1,6 +1,7 @@
 #include "serve_load_mix.h"
 
 #include <algorithm>
+#include <cmath>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdio>
@@ -57,7 +58,9 @@ std::vector<MixClip> make_mix_clips(const Options& o, const std::vector<float>& 
   for (int i = 0; i < count; ++i) {
     MixClip& c = clips[static_cast<size_t>(i)];
     c.index = i;
-    c.samples = lengths[static_cast<size_t>(i)];
+    // --workload fixed: every clip --clip-seconds long (the fairness run's steady short requests), cut the same way.
+    c.samples = o.workload == "fixed" ? static_cast<int64_t>(std::llround(o.clip_seconds * steno::audio::kSampleRate))
+                                      : lengths[static_cast<size_t>(i)];
     c.seconds = static_cast<double>(c.samples) / steno::audio::kSampleRate;
     const std::string wav = wav_pcm16(cut_clip(stream, i, c.samples), steno::audio::kSampleRate);
     char name[32];

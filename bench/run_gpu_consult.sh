@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# The consultation service on one H200: (a) one hour of two-speaker audio, speaker-attributed, through the
+# server; (b) the two-service arm: ASR `seed` traffic and diarization of 1-minute clips, each alone and both
+# sharing the GPU in one server.
+#   bench/run_gpu_consult.sh [OUT] [--asr-concurrency "64 100 128 160"] [--diar-concurrency "128 192 256"]
+#                            [--shared "16:16 32:32 48:48 64:64 96:96"] [--duration-s 10] [--warmup-s 3]
+# Carried: the package (STENO_GPU_PROGRAMS="steno serve_load" STENO_GPU_TESTDATA=none scripts/package-gpu.sh) and
+# a two-speaker conversation as gpu-pkg/conv/audio/conv.flac (bench/make_long_conversation.py 300 ..., flac);
+# run there from the repository root after `mkdir -p /tmp/steno && tar xf gpu-pkg/steno-gpu.tar.xz -C /tmp/steno`.
+#
+# (a) The hour: serve_load --make-clip repeats the conversation to 3600 s (a 16 kHz WAV, 115 MB). Two servers,
+#     each answering POST /v1/audio/transcriptions response_format=diarized_json for it, timed end to end by curl
+#     (upload, decoding, VAD, the ASR's pieces, the streaming diarizer, the join): the bundled models (trained: real
+#     words and speakers), then the 0.6B-shaped ASR (random weights, bf16) with the v2-shaped diarizer (random) --
+#     the server of (b). Peak GPU memory from nvidia-smi, sampled every 100 ms while each server runs.
+# (b) One server holds both: ASR 4 lanes x batch 16 (50 ms delay; the seed arm's), diarizer 2 lanes x batch 64.
+#     asr-alone: serve_load --closed-loop with the 45 s seed clip (SLO mean < 650 ms, p99 < 1000 ms) at each
+#     --asr-concurrency, the diarizer idle; diar-alone: 1-minute clips to /v1/audio/diarizations at each
+#     --diar-concurrency, the ASR idle; shared: for each A:D of --shared, both loops at once (A and D
+#     connections). Sharing efficiency of a shared point = its ASR requests/s / the best ASR alone + its
+#     diarization requests/s / the best diarization alone, when both meet the SLO; the best is the headline.
+# Results: OUT (default $OUT) as one archive, results.tar.gz: hour-*.json, asr-alone.json, diar-alone.json,
+# shared-A-D-{asr,diar}.json, summary.json, logs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-/tmp/steno-consult}
+if [ $# -gt 0 ] && [[ $1 != --* ]]; then out=$1; shift; fi
+asr_c="64 100 128 160" diar_c="128 192 256" shared="16:16 32:32 48:48 64:64 96:96" duration=10 warmup=3
+while [ $# -gt 0 ]; do
+  case $1 in
+    --asr-concurrency) asr_c=$2; shift 2 ;;
+    --diar-concurrency) diar_c=$2; shift 2 ;;
+    --shared) shared=$2; shift 2 ;;
+    --duration-s) duration=$2; shift 2 ;;
+    --warmup-s) warmup=$2; shift 2 ;;
+    *) echo "run_gpu_consult.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+pkg=${STENO_PKG:-/tmp/steno}
+run() { "$pkg/run.sh" "$@"; }
+work=$(mktemp -d)
+mkdir -p "$out/logs"
+status=0
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; nproc; date -u; } \
+  >"$out/machine.txt" 2>&1
+
+run serve_load --make-clip "$work/hour.wav" --clip-seconds 3600 --testset gpu-pkg/conv >"$out/logs/make-hour.log" 2>&1 ||
+  { tail "$out/logs/make-hour.log"; exit 1; }
+run serve_load --make-clip "$work/clip45.wav" --clip-seconds 45 >/dev/null 2>&1 || exit 1
+run serve_load --make-clip "$work/clip60.wav" --clip-seconds 60 >/dev/null 2>&1 || exit 1
+run steno model random --like configs/parakeet-tdt-0.6b-v2.json --out "$work/p06b" --seed 1 --dtype bf16 \
+  >"$out/logs/model-asr.log" 2>&1 || { tail "$out/logs/model-asr.log"; exit 1; }
+run steno model random --like configs/sortformer-4spk-v2.json --out "$work/diar-v2" --seed 1 --dtype bf16 \
+  >"$out/logs/model-diar.log" 2>&1 || { tail "$out/logs/model-diar.log"; exit 1; }
+
+server= sampler= port=
+start_server() {  # start_server NAME ARGS...: the server and a GPU memory sampler; sets port
+  local name=$1
+  shift
+  run steno serve --port 0 --device cuda --max-audio-seconds 4000 "$@" 2>"$out/logs/serve-$name.log" &
+  server=$!
+  (while sleep 0.1; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits; done) \
+    >"$out/logs/gpu-memory-$name.txt" 2>/dev/null &
+  sampler=$!
+  port=
+  for _ in $(seq 1200); do
+    port=$(grep -o 'on http://127.0.0.1:[0-9]*' "$out/logs/serve-$name.log" | head -1 | sed 's/.*://')
+    [ -n "$port" ] && break
+    kill -0 $server 2>/dev/null || break
+    sleep 0.1
+  done
+  [ -n "$port" ] || { echo "server $name did not start"; tail "$out/logs/serve-$name.log"; return 1; }
+  for _ in $(seq 600); do curl -sf "http://127.0.0.1:$port/v2/health/ready" >/dev/null && break; sleep 0.1; done
+}
+stop_server() {
+  kill -TERM $server 2>/dev/null
+  wait $server
+  kill $sampler 2>/dev/null
+  wait $sampler 2>/dev/null
+}
+hour() {  # hour NAME: the hour, speaker-attributed, three times (the first warms the server up)
+  local name=$1 i
+  for i in 1 2 3; do
+    curl -sS -o "$work/hour-answer.json" -w '{"http_code": %{http_code}, "total_s": %{time_total}, "upload_s": %{time_pretransfer}}\n' \
+      -F file=@"$work/hour.wav" -F response_format=diarized_json "http://127.0.0.1:$port/v1/audio/transcriptions" \
+      >>"$out/hour-$name-runs.jsonl"
+  done
+  python3 - "$work/hour-answer.json" "$out/hour-$name-runs.jsonl" "$out/logs/gpu-memory-$name.txt" \
+    "$out/hour-$name.json" "$name" <<'PY'
+import json, sys
+answer, runs_path, mem_path, out, name = sys.argv[1:]
+a = json.load(open(answer))
+runs = [json.loads(l) for l in open(runs_path) if l.strip()]
+mem = [int(l) for l in open(mem_path) if l.strip().isdigit()]
+json.dump({"models": name, "audio_seconds": a.get("duration"), "runs": runs,
+           "seconds_after_warmup": [r["total_s"] for r in runs[1:]],
+           "words": len(a.get("text", "").split()), "segments": len(a.get("segments", [])),
+           "speakers": sorted({s["speaker"] for s in a.get("segments", [])}),
+           "peak_gpu_memory_mib": max(mem) if mem else None,
+           "gpu_memory_samples": len(mem)}, open(out, "w"), indent=1)
+print(open(out).read())
+PY
+}
+
+# (a) The bundled models.
+if start_server bundled --dtype bf16 --diarizer models/steno-sortformer-small --lanes 2 --diarizer-lanes 1; then
+  hour bundled || status=1
+  stop_server
+else status=1; fi
+
+# (a) and (b): the 0.6B-shaped ASR and the v2-shaped diarizer in one server.
+if start_server big --dtype bf16 --model "$work/p06b" --lanes 4 --max-batch 16 --max-queue-delay-ms 50 \
+     --diarizer "$work/diar-v2" --diarizer-lanes 2 --diarizer-max-batch 64; then
+  hour big || status=1
+  load() { run serve_load --closed-loop --port "$port" --duration-s "$duration" --warmup-s "$warmup" \
+             --accept-differing-text "$@"; }
+  load --clip "$work/clip45.wav" --concurrency "$asr_c" --out "$out/asr-alone.json" 2>"$out/logs/asr-alone.log" |
+    tail -1
+  load --route diarizations --clip "$work/clip60.wav" --concurrency "$diar_c" --out "$out/diar-alone.json" \
+    2>"$out/logs/diar-alone.log" | tail -1
+  for pair in $shared; do
+    a=${pair%%:*} d=${pair##*:}
+    load --clip "$work/clip45.wav" --concurrency "$a" --out "$out/shared-$a-$d-asr.json" \
+      2>"$out/logs/shared-$a-$d-asr.log" >/dev/null &
+    asr_pid=$!
+    load --route diarizations --clip "$work/clip60.wav" --concurrency "$d" --out "$out/shared-$a-$d-diar.json" \
+      2>"$out/logs/shared-$a-$d-diar.log" >/dev/null
+    wait $asr_pid
+    echo "shared $a:$d done"
+  done
+  stop_server
+else status=1; fi
+
+python3 - "$out" "$shared" <<'PY'
+import json, os, sys
+out, shared = sys.argv[1], sys.argv[2].split()
+def points(path):
+    if not os.path.exists(path): return []
+    return json.load(open(path)).get("points", [])
+def best(path):
+    ok = [p for p in points(path) if p.get("meets_sla")]
+    return max(ok, key=lambda p: p["requests_per_s"]) if ok else None
+def brief(p):
+    return None if p is None else {k: p.get(k) for k in ("concurrency", "requests_per_s", "latency_ms", "meets_sla")}
+asr, diar = best(f"{out}/asr-alone.json"), best(f"{out}/diar-alone.json")
+summary = {"asr_alone_best": brief(asr), "diar_alone_best": brief(diar), "shared": []}
+for pair in shared:
+    a, d = pair.split(":")
+    pa, pd = points(f"{out}/shared-{a}-{d}-asr.json"), points(f"{out}/shared-{a}-{d}-diar.json")
+    if not pa or not pd: continue
+    pa, pd = pa[0], pd[0]
+    both = bool(pa.get("meets_sla") and pd.get("meets_sla"))
+    eff = (pa["requests_per_s"] / asr["requests_per_s"] + pd["requests_per_s"] / diar["requests_per_s"]) if asr and diar else None
+    summary["shared"].append({"asr": brief(pa), "diar": brief(pd), "both_meet_slo": both, "sharing_efficiency": eff})
+ok = [s for s in summary["shared"] if s["both_meet_slo"] and s["sharing_efficiency"] is not None]
+summary["headline"] = max(ok, key=lambda s: s["sharing_efficiency"]) if ok else None
+for f in sorted(os.listdir(out)):
+    if f.startswith("hour-") and f.endswith(".json"): summary[f[:-5]] = json.load(open(f"{out}/{f}"))
+json.dump(summary, open(f"{out}/summary.json", "w"), indent=1)
+print(json.dumps({k: summary[k] for k in ("asr_alone_best", "diar_alone_best", "headline")}, indent=1))
+PY
+(cd "$out" && tar -czf results.tar.gz --remove-files -- *.json *.jsonl *.txt logs 2>/dev/null)
+rm -rf "$work"
+exit "$status"
