@@ -23,7 +23,7 @@
 namespace steno::serve {
 
 struct PieceSettings {
-  double seconds = 20;   // longest piece (ModelInfo::piece_seconds)
+  double seconds = 10;   // longest piece (ModelInfo::piece_seconds)
   size_t window = 16;    // pieces queued or running at a time
   int default_priority_level = 5;  // the model's batcher's, for "one level behind" a request of priority 0
 };

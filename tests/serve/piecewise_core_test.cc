@@ -99,7 +99,7 @@ std::string PiecewiseCoreTest::reference_;
 TEST_F(PiecewiseCoreTest, WordsComeInOrderAsPiecesFinishAndJoinIntoTheAnswer) {
   const double seconds = static_cast<double>(long_pcm_.size()) / 16000;
   ASSERT_GT(seconds, 90);
-  auto core = make_core(20);
+  auto core = make_core(10);
   LongRun run;
   submit_long(*core, run);
   ASSERT_TRUE(run.wait(300s));
@@ -108,8 +108,8 @@ TEST_F(PiecewiseCoreTest, WordsComeInOrderAsPiecesFinishAndJoinIntoTheAnswer) {
   EXPECT_FALSE(run.words_after_answer);
   EXPECT_NEAR(r.audio_seconds, seconds, 1e-6);
 
-  // At least one stretch per 20 s piece but the last few; joined, they are the answer.
-  ASSERT_GE(run.stretches.size(), static_cast<size_t>(seconds / 20) - 1);
+  // At least one stretch per 10 s piece but the last few; joined, they are the answer.
+  ASSERT_GE(run.stretches.size(), static_cast<size_t>(seconds / 10) - 1);
   std::string joined;
   double last_end = 0;
   size_t words = 0;
@@ -142,12 +142,12 @@ TEST_F(PiecewiseCoreTest, WordsComeInOrderAsPiecesFinishAndJoinIntoTheAnswer) {
   ASSERT_EQ(stats.size(), 1u);
   EXPECT_EQ(stats[0].success.count, 1u);
   EXPECT_EQ(stats[0].inference_count, run.stretches.size() + 0);  // every piece here has words
-  EXPECT_GE(stats[0].inference_count, static_cast<uint64_t>(seconds / 20));
-  EXPECT_LE(stats[0].inference_count, static_cast<uint64_t>(seconds / (20.0 * 2 / 3)) + 1);
+  EXPECT_GE(stats[0].inference_count, static_cast<uint64_t>(seconds / 10));
+  EXPECT_LE(stats[0].inference_count, static_cast<uint64_t>(seconds / (10.0 * 2 / 3)) + 1);
 }
 
 TEST_F(PiecewiseCoreTest, AClientThatGoesAwayFreesThePiecesNotYetRun) {
-  auto core = make_core(20);
+  auto core = make_core(10);
   LongRun run;
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
   submit_long(*core, run, [cancelled] { cancelled->store(true); }, cancelled);  // gone after the first words
@@ -162,7 +162,7 @@ TEST_F(PiecewiseCoreTest, AClientThatGoesAwayFreesThePiecesNotYetRun) {
 }
 
 TEST_F(PiecewiseCoreTest, DrainStopsALongRequestAtAPieceBoundary) {
-  auto core = make_core(20);
+  auto core = make_core(10);
   LongRun run;
   std::mutex mu;
   std::condition_variable cv;
@@ -179,7 +179,7 @@ TEST_F(PiecewiseCoreTest, DrainStopsALongRequestAtAPieceBoundary) {
   core->drain();  // returns once the long request has answered
   ASSERT_TRUE(run.answer.has_value());
   EXPECT_EQ(run.answer->outcome, Outcome::kShuttingDown) << run.answer->message;
-  EXPECT_LT(run.stretches.size(), static_cast<size_t>(long_pcm_.size() / 16000 / 20));
+  EXPECT_LT(run.stretches.size(), static_cast<size_t>(long_pcm_.size() / 16000 / 10));
 }
 
 TEST_F(PiecewiseCoreTest, ShortAudioAndPiecesOffRunWholeAndStillGiveTheirWords) {
