@@ -64,10 +64,16 @@ std::vector<float> SileroVad::speech_probabilities(ops::Context& ctx, std::span<
   STENO_CHECK(ctx.device().is_cpu(), "the VAD runs on the CPU");
   const int64_t chunks = (static_cast<int64_t>(pcm.size()) + kChunk - 1) / kChunk;
   std::vector<float> out(static_cast<size_t>(chunks));
-  Tensor h = Tensor::zeros({1, kHidden}), c = Tensor::zeros({1, kHidden});
-  for (int64_t first = 0; first < chunks; first += kBlockChunks)
-    run_block(ctx, pcm, first, std::min(kBlockChunks, chunks - first), h, c, out.data() + first);
+  speech_probabilities(ctx, pcm, 0, chunks, out.data());
   return out;
+}
+
+void SileroVad::speech_probabilities(ops::Context& ctx, std::span<const float> pcm, int64_t first, int64_t count,
+                                     float* out) const {
+  STENO_CHECK(ctx.device().is_cpu(), "the VAD runs on the CPU");
+  Tensor h = Tensor::zeros({1, kHidden}), c = Tensor::zeros({1, kHidden});
+  for (int64_t done = 0; done < count; done += kBlockChunks)
+    run_block(ctx, pcm, first + done, std::min(kBlockChunks, count - done), h, c, out + done);
 }
 
 void SileroVad::run_block(ops::Context& ctx, std::span<const float> pcm, int64_t first, int64_t count, Tensor& h,

@@ -31,6 +31,10 @@ class SileroVad {
   // One probability per started chunk of `pcm` (16 kHz mono; the last chunk zero-padded), in order. Runs on
   // `ctx`'s CPU. Memory stays bounded for any length (blocks of kBlockChunks chunks).
   std::vector<float> speech_probabilities(ops::Context& ctx, std::span<const float> pcm) const;
+  // Chunks [first, first + count) of `pcm` only, the LSTM starting afresh at `first` (as at the audio's start):
+  // for a recording run in segments side by side (SpeechDetector), each primed with the seconds before it.
+  void speech_probabilities(ops::Context& ctx, std::span<const float> pcm, int64_t first, int64_t count,
+                            float* out) const;
 
  private:
   static constexpr int64_t kBlockChunks = 1024;  // 33 s of audio per block: about 10 MB of activations

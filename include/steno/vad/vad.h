@@ -28,14 +28,26 @@ bool vad_applies(VadMode m, double audio_seconds);
 std::filesystem::path default_vad_dir();
 
 // The model and the rule that turns its probabilities into regions. Thread-safe (const); each call makes its own
-// single-threaded CPU context, so callers on different threads never share one.
+// single-threaded CPU contexts, so callers on different threads never share one.
+//
+// A recording over two minutes is run in segments side by side, up to `threads` (0: the machine's threads), each
+// of at least a minute and primed with the kPrimeSeconds before it (whose probabilities are dropped): the model's
+// LSTM is sequential, and an hour takes ~14 s on one core. Silero's LSTM remembers long, so a segment's
+// probabilities come close to one pass's but not equal (tests/vad/segments_test.cc, 5 minutes in 4 segments: 4 of
+// 9,375 chunks on the other side of 0.5, the same 39 regions, boundaries at most one 32 ms chunk apart).
 class SpeechDetector {
  public:
-  explicit SpeechDetector(const std::filesystem::path& dir, RegionOptions options = {});
+  static constexpr double kPrimeSeconds = 4;
+  static constexpr double kMinSegmentSeconds = 60;
+
+  explicit SpeechDetector(const std::filesystem::path& dir, RegionOptions options = {}, int threads = 0);
   // Speech regions of 16 kHz mono `pcm` (empty: no speech).
   std::vector<SampleRange> regions(std::span<const float> pcm) const;
+  // The model's probability per 32 ms chunk, in segments as above.
+  std::vector<float> probabilities(std::span<const float> pcm) const;
 
  private:
+  int threads_;
   SileroVad model_;
   RegionOptions options_;
 };
