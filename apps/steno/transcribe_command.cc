@@ -174,8 +174,21 @@ int run_transcribe(const TranscribeOptions& opt) {
   for (size_t begin = 0; begin < schedule.size(); begin += opt.batch_size, ++batch_index) {
     const size_t end = std::min(schedule.size(), begin + static_cast<size_t>(opt.batch_size));
     const std::vector<std::span<const float>> audio = schedule.audio(begin, end);
+    // With the VAD on, a silent piece gets no words without running, as the server does (asr::is_silent).
+    std::vector<asr::Transcript> out(audio.size());
+    std::vector<std::span<const float>> run;
+    std::vector<size_t> ran;
+    for (size_t k = 0; k < audio.size(); ++k) {
+      out[k].audio_seconds = static_cast<double>(audio[k].size()) / rate;
+      if (vad_mode != vad::VadMode::kOff && asr::is_silent(audio[k])) continue;
+      run.push_back(audio[k]);
+      ran.push_back(k);
+    }
     asr::StageTimings timings;
-    std::vector<asr::Transcript> out = transcriber.transcribe(audio, &timings);
+    if (!run.empty()) {
+      std::vector<asr::Transcript> got = transcriber.transcribe(run, &timings);
+      for (size_t k = 0; k < ran.size(); ++k) out[ran[k]] = std::move(got[k]);
+    }
     for (size_t k = begin; k < end; ++k) {
       FileResult& r = results[schedule.file_of(k)];
       if (!std::exchange(started[schedule.file_of(k)], char{1})) r.batch = batch_index;

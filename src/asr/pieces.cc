@@ -44,6 +44,12 @@ std::vector<AudioPiece> cut_into_pieces(std::span<const float> pcm, int sample_r
   return pieces;
 }
 
+bool is_silent(std::span<const float> pcm) {
+  for (const float x : pcm)
+    if (std::abs(x) >= 1e-3f) return false;
+  return true;
+}
+
 void append_piece(Transcript& whole, Transcript piece, double offset_seconds, double frame_seconds) {
   if (!piece.text.empty()) whole.text += (whole.text.empty() ? "" : " ") + piece.text;
   for (std::vector<TimedText>* items : {&piece.words, &piece.segments})

@@ -9,6 +9,7 @@
 #include "serve/answer_join.h"
 #include "serve/audio_input.h"
 #include "serve/completer.h"
+#include "serve/diarization_gate.h"
 #include "serve/piecewise.h"
 #include "serve/stage_durations.h"
 #include "steno/vad/speech_audio.h"
@@ -56,8 +57,8 @@ ServeError no_diarizer(const std::string& name) {
 // The request's audio becomes its speech alone (after the diarizer's copy: speakers are found on the whole
 // recording), and its answer's times move back to the recording's timeline. With no speech a tenth of a second of
 // silence runs instead, so the request takes the one path every request takes; its words are dropped.
-void cut_to_speech(TranscriptionRequest& r, const vad::SpeechDetector& detector) {
-  vad::SpeechAudio cut = vad::cut_speech(r.pcm, detector.regions(r.pcm));
+void cut_to_speech(TranscriptionRequest& r, const std::vector<vad::SampleRange>& speech) {
+  vad::SpeechAudio cut = vad::cut_speech(r.pcm, speech);
   r.pcm = cut.pcm.empty() ? std::vector<float>(kPcmSampleRate / 10, 0.0f) : std::move(cut.pcm);
   cut.pcm = {};
   if (r.on_words)  // each stretch of words on the recording's timeline too
@@ -186,6 +187,14 @@ void InferenceCore::submit(Submission s, AnswerFn answer) {
     return complete(refuse(std::move(r), serve_error(e, s.audio_field)));
   }
   r->input_ms = ms_between(s.received, Clock::now());
+  const bool transcription = m->info.task == "transcription";
+  // The VAD's regions when it applies to a transcription: they cut its audio, and keep its speakers to speech.
+  std::optional<std::vector<vad::SampleRange>> speech;
+  if (transcription && config_.vad &&
+      vad::vad_applies(config_.vad_mode, static_cast<double>(r->pcm.size()) / kPcmSampleRate))
+    speech = config_.vad->regions(r->pcm);
+  // With the VAD on (any mode but off): speakers kept to speech (diarization_gate.h), silent pieces not run.
+  const bool gate_speakers = config_.vad_mode != vad::VadMode::kOff;
   if (diarizer) {
     // Decoded once; each model's batcher and executors run their own request, side by side. A failure of one does
     // not stop the other (the cancellation flag is the client's): it finishes, and the join answers the failure.
@@ -193,23 +202,21 @@ void InferenceCore::submit(Submission s, AnswerFn answer) {
     r->done = std::move(transcription_done);
     std::unique_ptr<TranscriptionRequest> d = diarization_of(*r, diarizer->info.name);
     d->done = std::move(diarization_done);
+    if (gate_speakers) d->done = gated(std::move(d->done), std::make_shared<DiarizationGate>(d->pcm, speech));
     diarizer->batcher->submit(std::move(d));
   }
   r->on_words = std::move(s.on_words);
-  if (m->info.task == "transcription") {
-    keep_speech_only(*r);
+  if (!transcription && gate_speakers)
+    r->done = gated(std::move(r->done), std::make_shared<DiarizationGate>(r->pcm, std::nullopt));
+  if (transcription) {
+    if (speech) cut_to_speech(*r, *speech);
     if (runs_in_pieces(*r, m->info.piece_seconds))
       return run_in_pieces(std::move(r), *m->batcher, complete,
-                           piece_settings(m->info, m->batcher->config().default_priority_level), piecewise_);
+                           piece_settings(m->info, m->batcher->config().default_priority_level, gate_speakers),
+                           piecewise_);
   }
   if (r->on_words) words_before_answer(*r);
   m->batcher->submit(std::move(r));  // also refuses once drain() has shut it down
-}
-
-void InferenceCore::keep_speech_only(TranscriptionRequest& r) const {
-  if (!config_.vad || !vad::vad_applies(config_.vad_mode, static_cast<double>(r.pcm.size()) / kPcmSampleRate))
-    return;
-  cut_to_speech(r, *config_.vad);
 }
 
 void InferenceCore::drain() {

@@ -52,7 +52,8 @@ ModelSpec lane_model(std::string name, int lanes, RunnerFactory runners);
 struct CoreConfig {
   // Tests only: honour Submission::fault (worker processes crash, hang, fault or run out of memory on purpose).
   bool enable_fault_injection = false;
-  // Transcription models' audio cut to its speech when vad_applies(vad_mode, seconds) (null: never).
+  // Transcription models' audio cut to its speech when vad_applies(vad_mode, seconds) (null: never); with any mode
+  // but kOff, diarizations are kept to the speech (diarization_gate.h).
   std::shared_ptr<const vad::SpeechDetector> vad;
   vad::VadMode vad_mode = vad::VadMode::kOff;
   std::shared_ptr<prometheus::Registry> registry;  // null: a registry of the core's own
@@ -76,9 +77,6 @@ class InferenceCore final : public TranscriptionService {
   const std::shared_ptr<prometheus::Registry>& registry() const { return stats_.registry(); }
 
  private:
-  // With the VAD on for its length: `r` keeps only its speech, and its answer's times are moved back.
-  void keep_speech_only(TranscriptionRequest& r) const;
-
   CoreConfig config_;
   ServeStatistics stats_;
   ModelRegistry registry_;  // fixed after construction: read without a lock

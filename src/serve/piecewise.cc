@@ -20,6 +20,7 @@ class PiecewiseRun : public std::enable_shared_from_this<PiecewiseRun> {
         complete_(complete),
         window_(std::max<size_t>(1, settings.window)),
         priority_((whole_->priority == 0 ? settings.default_priority_level : whole_->priority) + 1),
+        skip_silent_(settings.skip_silent),
         runs_(runs),
         held_(runs.enter()),
         done_(pieces_.size()) {
@@ -30,11 +31,23 @@ class PiecewiseRun : public std::enable_shared_from_this<PiecewiseRun> {
   void pump() {
     for (;;) {
       std::unique_ptr<TranscriptionRequest> piece;
+      size_t silent = pieces_.size();
       {
         std::lock_guard lock(mu_);
         if (stopped() || next_ >= pieces_.size() || in_flight_ >= window_) break;
-        piece = make_piece(next_++);
+        const asr::AudioPiece& span = pieces_[next_];
         ++in_flight_;
+        if (skip_silent_ && asr::is_silent(std::span<const float>(whole_->pcm).subspan(span.begin, span.end - span.begin)))
+          silent = next_++;
+        else
+          piece = make_piece(next_++);
+      }
+      if (silent < pieces_.size()) {  // no words, without running
+        TranscriptionResponse none;
+        none.transcript.audio_seconds =
+            static_cast<double>(pieces_[silent].end - pieces_[silent].begin) / kPcmSampleRate;
+        record(silent, std::move(none));  // (not piece_done: no recursion through pump)
+        continue;
       }
       batcher_.submit(std::move(piece));  // a refusal comes back through piece_done at once
     }
@@ -62,6 +75,12 @@ class PiecewiseRun : public std::enable_shared_from_this<PiecewiseRun> {
   }
 
   void piece_done(size_t i, TranscriptionResponse r) {
+    record(i, std::move(r));
+    pump();
+  }
+
+  // A piece's answer: joined, and handed on with every stretch now done in order.
+  void record(size_t i, TranscriptionResponse r) {
     {
       std::lock_guard lock(mu_);
       --in_flight_;
@@ -89,7 +108,6 @@ class PiecewiseRun : public std::enable_shared_from_this<PiecewiseRun> {
         asr::append_piece(joined_, std::move(stretch), 0, 0);
       }
     }
-    pump();
   }
 
   void finish_if_done() {
@@ -124,6 +142,7 @@ class PiecewiseRun : public std::enable_shared_from_this<PiecewiseRun> {
   const RequestCompleter complete_;
   const size_t window_;
   const int priority_;
+  const bool skip_silent_;
   PiecewiseRuns& runs_;
   std::shared_ptr<void> held_;
 
@@ -161,8 +180,9 @@ bool PiecewiseRuns::stopping() const {
   return stopping_;
 }
 
-PieceSettings piece_settings(const ModelInfo& info, int default_priority_level) {
+PieceSettings piece_settings(const ModelInfo& info, int default_priority_level, bool skip_silent) {
   PieceSettings s;
+  s.skip_silent = skip_silent;
   s.seconds = info.piece_seconds;
   s.default_priority_level = default_priority_level;
   const int executors = std::max(1, info.executors);

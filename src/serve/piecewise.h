@@ -26,6 +26,7 @@ struct PieceSettings {
   double seconds = 10;   // longest piece (ModelInfo::piece_seconds)
   size_t window = 16;    // pieces queued or running at a time
   int default_priority_level = 5;  // the model's batcher's, for "one level behind" a request of priority 0
+  bool skip_silent = false;        // a silent piece (asr::is_silent) gets no words without running: the VAD is on
 };
 
 // The long requests running as pieces, so that draining can stop them at a piece boundary and wait for them.
@@ -47,7 +48,7 @@ class PiecewiseRuns {
 
 // A model's settings: ModelInfo::piece_seconds, and its pieces_in_flight or the device's default (one per executor
 // on a CPU, where a batch costs the sum of its clips; executors x max_batch / 2 on a GPU, where batches are cheap).
-PieceSettings piece_settings(const ModelInfo& info, int default_priority_level);
+PieceSettings piece_settings(const ModelInfo& info, int default_priority_level, bool skip_silent);
 
 // Whether `request` (its audio as it will run) is long enough to run as pieces of at most `piece_seconds`.
 bool runs_in_pieces(const TranscriptionRequest& request, double piece_seconds);

@@ -23,6 +23,10 @@ struct AudioPiece {
 // (within a frame; but the only one); audio no longer than `max_seconds` is one piece. Throws on max_seconds < 1.
 std::vector<AudioPiece> cut_into_pieces(std::span<const float> pcm, int sample_rate, double max_seconds);
 
+// Whether a piece is silent throughout (its peak below -60 dBFS): with the VAD on (--vad auto|on), such a piece is
+// not transcribed at all, where a model may say a word or two into digital silence.
+bool is_silent(std::span<const float> pcm);
+
 // Appends a piece's transcript, whose times start at the piece's start, to `whole`: times moved by
 // `offset_seconds`, token frames by the whole frames of it (dropped when `frame_seconds` is 0: not known), text
 // joined with a space. `whole.audio_seconds` grows by the piece's.

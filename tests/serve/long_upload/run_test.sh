@@ -7,9 +7,12 @@
 #    --upload-buffer-mb 4 (so the upload spills to a temporary file), --max-upload-mb SECONDS/30+64,
 #    --max-audio-seconds SECONDS+60, --long-audio-seconds 300 (the conversation runs in the long-form modes);
 # 3. refusals, each a clear 413 naming the limit and its option, the server serving the next request: a body over
-#    --max-upload-mb, and audio over --max-audio-seconds (silence, its header stating its length);
+#    --max-upload-mb, and audio over --max-audio-seconds (silence, its header stating its length); then 20 s of
+#    digital silence: no speaker, no word;
 # 4. uploads the conversation with response_format=diarized_json: the answer must hold words and speaker segments
-#    of at least two speakers; the upload's temporary file must be gone once answered (no open file left);
+#    of at least two speakers; the upload's temporary file must be gone once answered (no open file left); then
+#    streamed (stream=true): the events are the transcript; a client leaving after the first event cancels the
+#    rest (at most 4 pieces ran); a client that stops reading holds no other request up;
 # 5. checks the server's peak memory (VmHWM of /proc/PID/status) under MAX_PEAK_MB; writes RESULT_JSON when given.
 set -euo pipefail
 [ $# -ge 5 ] || { echo "usage: $0 STENO_BINARY SOURCE_DIR PYTHON SECONDS MAX_PEAK_MB [RESULT_JSON]" >&2; exit 2; }
@@ -82,6 +85,21 @@ code=$(curl -sS -o "$work/long.out" -w '%{http_code}' -F "file=@$work/long.wav" 
 [ "$code" = 413 ] || fail "audio over --max-audio-seconds got $code, not 413: $(cat "$work/long.out")"
 grep -q "max-audio-seconds" "$work/long.out" || fail "the 413 does not name --max-audio-seconds: $(cat "$work/long.out")"
 expect_words "the duration refusal"
+
+# 3c. No speech: 20 s of digital silence has no speaker and no word (the server's VAD is on by default: the
+# diarizer's answer is kept to speech and a silent piece is not transcribed; --vad off gives the models' own).
+"$python" - "$work/silence.wav" <<'EOF'
+import sys, wave
+with wave.open(sys.argv[1], "wb") as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+    w.writeframes(b"\0\0" * 16000 * 20)
+EOF
+out=$(curl -sS -F "file=@$work/silence.wav" "http://127.0.0.1:$port/v1/audio/diarizations")
+[ "$out" = '{"duration":20.0,"speakers":[],"segments":[]}' ] || fail "silence was diarized as $out"
+out=$(curl -sS -F "file=@$work/silence.wav" -F response_format=diarized_json "$url")
+echo "$out" | grep -q '"segments":\[\]' && echo "$out" | grep -q '"text":""' ||
+  fail "silence was transcribed with speakers as $out"
+expect_words "silence"
 
 # 4. The conversation, who said what.
 start=$(now)

@@ -1,0 +1,48 @@
+#include "serve/diarization_gate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "serve/request.h"
+
+namespace steno::serve {
+
+DiarizationGate::DiarizationGate(std::span<const float> pcm, std::optional<std::vector<vad::SampleRange>> speech)
+    : peaks_((pcm.size() + kEnvelopeSamples - 1) / kEnvelopeSamples, 0.0f), speech_(std::move(speech)) {
+  for (size_t i = 0; i < pcm.size(); ++i)
+    peaks_[i / kEnvelopeSamples] = std::max(peaks_[i / kEnvelopeSamples], std::abs(pcm[i]));
+}
+
+bool DiarizationGate::silent(double start_s, double end_s) const {
+  const double per_second = static_cast<double>(kPcmSampleRate) / kEnvelopeSamples;
+  const auto from = static_cast<size_t>(std::max(0.0, std::floor(start_s * per_second)));
+  const auto to = std::min(peaks_.size(), static_cast<size_t>(std::max(0.0, std::ceil(end_s * per_second))));
+  for (size_t i = from; i < to; ++i)
+    if (peaks_[i] >= kSilentPeak) return false;
+  return true;
+}
+
+void DiarizationGate::apply(DiarizationResult& d) const {
+  std::vector<SpeakerSegmentResult> kept;
+  for (const SpeakerSegmentResult& s : d.segments) {
+    if (!speech_) {
+      if (!silent(s.start, s.end)) kept.push_back(s);
+      continue;
+    }
+    for (const vad::SampleRange& r : *speech_) {  // the segment's parts inside speech
+      const double start = std::max(s.start, static_cast<double>(r.begin) / kPcmSampleRate);
+      const double end = std::min(s.end, static_cast<double>(r.end) / kPcmSampleRate);
+      if (end > start && !silent(start, end)) kept.push_back({s.speaker, start, end});
+    }
+  }
+  d.segments = std::move(kept);
+}
+
+AnswerFn gated(AnswerFn done, std::shared_ptr<const DiarizationGate> gate) {
+  return [done = std::move(done), gate = std::move(gate)](TranscriptionResponse r) {
+    if (r.ok() && r.diarization) gate->apply(*r.diarization);
+    done(std::move(r));
+  };
+}
+
+}  // namespace steno::serve
