@@ -24,11 +24,12 @@ using serve::ServeConfig;
 struct ServeCommand {
   std::string config_file;
   bool options_reference = false;
-  // Each option's flag, as given: its text, or "true" for a flag that is set.
+  // Each option's flag, as given: its texts in order (a flag given twice: each applied, the last wins; --model
+  // asr=A --model diarizer=B sets both), or "true" for a flag that is set.
   struct Given {
     const serve::Option* option;
     CLI::Option* flag;
-    std::string text;
+    std::vector<std::string> texts;
     bool set = false;
   };
   std::vector<std::unique_ptr<Given>> given;
@@ -37,8 +38,14 @@ struct ServeCommand {
     ServeConfig config;
     if (!config_file.empty()) serve::apply_config_file(config, config_file);
     if (const char* key = std::getenv("STENO_API_KEY"); key && *key) config.api_key = key;
-    for (const auto& g : given)
-      if (g->flag->count() > 0) g->option->parse(config, g->option->kind == serve::OptionKind::kFlag ? "true" : g->text);
+    for (const auto& g : given) {
+      if (g->flag->count() == 0) continue;
+      if (g->option->kind == serve::OptionKind::kFlag) {
+        g->option->parse(config, "true");
+        continue;
+      }
+      for (const std::string& text : g->texts) g->option->parse(config, text);
+    }
     if (config.model.dir.empty()) config.model.dir = default_model_dir();
     return config;
   }
@@ -112,7 +119,12 @@ Run add_serve_command(CLI::App& app) {
     if (o.kind == serve::OptionKind::kFlag) {
       g->flag = cmd->add_flag(flag_names(o), g->set, o.help);
     } else {
-      g->flag = cmd->add_option(flag_names(o), g->text, o.help)->type_name(o.value_name)->default_str(o.show(defaults));
+      g->flag = cmd->add_option(flag_names(o), g->texts, o.help)
+                    ->type_name(o.value_name)
+                    ->default_str(o.show(defaults))
+                    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+                    ->expected(1)
+                    ->allow_extra_args(false);
     }
     g->flag->group(o.group);
     command->given.push_back(std::move(g));

@@ -114,6 +114,54 @@ struct Codec<ShareMode> {
   static std::string show(ShareMode v) { return share_mode_name(v); }
 };
 
+// `--model` and `models`: "DIR" or "asr=DIR" (the transcription model), "diarizer=DIR" (the diarization model).
+void assign_model(ServeConfig& c, std::string_view text, std::string_view flag) {
+  const size_t eq = text.find('=');
+  const std::string_view role = eq == std::string_view::npos ? std::string_view("asr") : text.substr(0, eq);
+  const std::string_view dir = eq == std::string_view::npos ? text : text.substr(eq + 1);
+  if (role == "asr")
+    c.model.dir = dir;
+  else if (role == "diarizer")
+    c.diarizer.dir = dir;
+  else
+    fail(ErrorCode::kInvalidArgument, "--{}: '{}' is not DIR, asr=DIR or diarizer=DIR", flag, text);
+}
+
+// The `models` list: "asr=DIR" and "diarizer=DIR" (comma-separated on the command line), or in the file an array of
+// those strings or of {"role": "asr" | "diarizer", "dir": DIR}.
+Option models_option(const std::string& group) {
+  Option o;
+  o.name = "models";
+  o.kind = OptionKind::kList;
+  o.group = group;
+  o.value_name = "ROLE=DIR,...";
+  o.help = "The served models together: asr=DIR and diarizer=DIR (the same as --model asr=DIR --model diarizer=DIR; "
+           "in the config file an array of those, or of {\"role\", \"dir\"})";
+  o.parse = [](ServeConfig& c, std::string_view text) {
+    for (const std::string& item : Codec<std::vector<std::string>>::parse(text, "models")) assign_model(c, item, "models");
+  };
+  o.from_json = [](ServeConfig& c, const nlohmann::json& v) {
+    if (!v.is_array()) fail(ErrorCode::kInvalidArgument, "config: setting 'models' must be an array ({})", v.dump());
+    for (const nlohmann::json& m : v) {
+      if (m.is_string()) {
+        assign_model(c, m.get<std::string>(), "models");
+      } else if (m.is_object() && m.contains("role") && m.contains("dir") && m["role"].is_string() &&
+                 m["dir"].is_string() && m.size() == 2) {
+        assign_model(c, m["role"].get<std::string>() + "=" + m["dir"].get<std::string>(), "models");
+      } else {
+        fail(ErrorCode::kInvalidArgument, "config: a 'models' entry must be \"ROLE=DIR\" or {{\"role\", \"dir\"}}, got {}",
+             m.dump());
+      }
+    }
+  };
+  o.show = [](const ServeConfig& c) {
+    std::string out = c.model.dir.empty() ? "" : "asr=" + c.model.dir;
+    if (!c.diarizer.dir.empty()) out += (out.empty() ? "" : ",") + std::string("diarizer=") + c.diarizer.dir;
+    return out;
+  };
+  return o;
+}
+
 struct Entry {
   std::string name;
   std::vector<std::string> other_names;
@@ -182,8 +230,17 @@ std::vector<Option> make_options() {
                    STENO_FIELD(drain_timeout_s)));
 
   const std::string model = "Model";
-  t.push_back(bind(model, {"model", {"m"}, "DIR", "Model directory (\"\": $STENO_MODEL or the bundled model)"},
-                   STENO_FIELD(model.dir)));
+  Option model_dir = bind(model, {"model", {"m"}, "DIR", "Model directory (\"\": $STENO_MODEL or the bundled model); "
+                                                        "asr=DIR the same, diarizer=DIR the diarizer's (--diarizer): "
+                                                        "--model asr=A --model diarizer=B serves both"},
+                          STENO_FIELD(model.dir));
+  model_dir.parse = [](ServeConfig& c, std::string_view text) { assign_model(c, text, "model"); };
+  model_dir.from_json = [](ServeConfig& c, const nlohmann::json& v) {
+    if (!v.is_string()) fail(ErrorCode::kInvalidArgument, "config: setting 'model' has the wrong type ({})", v.dump());
+    assign_model(c, v.get<std::string>(), "model");
+  };
+  t.push_back(std::move(model_dir));
+  t.push_back(models_option(model));
   t.push_back(bind(model, {"model-name", {}, "NAME", "Name clients use for the model (\"\": the directory's name)"},
                    STENO_FIELD(model.name)));
   t.push_back(bind(model, {"aliases", {}, "NAMES", "Other names clients may use for the model, comma-separated "

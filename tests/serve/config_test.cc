@@ -62,6 +62,31 @@ TEST(OptionTable, FlagsParseTheirKindAndNameThemselvesWhenWrong) {
   EXPECT_TRUE(c.model.spread_batches);
 }
 
+TEST(ServeConfig, BothModelsByRoleFromFlagsAndTheModelsList) {
+  ServeConfig c;
+  option("model").parse(c, "asr=/m/asr");
+  option("model").parse(c, "diarizer=/m/diar");
+  EXPECT_EQ(c.model.dir, "/m/asr");
+  EXPECT_EQ(c.diarizer.dir, "/m/diar");
+  option("model").parse(c, "/m/plain");  // a plain directory is the ASR model's, as always
+  EXPECT_EQ(c.model.dir, "/m/plain");
+  EXPECT_NE(error_of([&] { option("model").parse(c, "vad=/x"); }, ErrorCode::kInvalidArgument)
+                .find("'vad=/x' is not DIR, asr=DIR or diarizer=DIR"),
+            std::string::npos);
+
+  ServeConfig f;
+  apply_config_json(f, R"({"models": ["asr=/a", {"role": "diarizer", "dir": "/d"}]})");
+  EXPECT_EQ(f.model.dir, "/a");
+  EXPECT_EQ(f.diarizer.dir, "/d");
+  EXPECT_EQ(option("models").show(f), "asr=/a,diarizer=/d");
+  EXPECT_THROW(apply_config_json(f, R"({"models": [{"role": "diarizer"}]})"), Error);
+  EXPECT_THROW(apply_config_json(f, R"({"models": "asr=/a"})"), Error);
+  ServeConfig g;
+  option("models").parse(g, "diarizer=/d2, asr=/a2");
+  EXPECT_EQ(g.model.dir, "/a2");
+  EXPECT_EQ(g.diarizer.dir, "/d2");
+}
+
 TEST(OptionTable, TheReferenceInDocsIsTheTables) {
   std::ifstream in(std::string(STENO_SOURCE_DIR) + "/docs/serve-options.md");
   ASSERT_TRUE(in) << "docs/serve-options.md is missing: write it with `steno serve --options-reference`";
