@@ -2,6 +2,7 @@
 // length and diarized in batches; each file's result is what it would be alone. Streaming (--streaming, or a
 // model trained for it), each file runs chunk by chunk: any length in bounded memory, with progress.
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +10,8 @@
 #include <optional>
 
 #include "audio_files.h"
+#include "steno/asr/pieces.h"
+#include "steno/vad/vad.h"
 #include "commands.h"
 #include "compute_options.h"
 #include "diarizer_options.h"
@@ -24,7 +27,21 @@ struct DiarizeOptions {
   int batch_size = 4;
   std::optional<double> max_audio_seconds;  // default: 1200 offline, 24 hours streaming
   std::vector<std::string> files;
+  std::string vad = "auto";
 };
+
+// With the VAD on (any --vad but off), a segment over audio silent throughout goes, as the server's
+// (serve/diarization_gate.h: the same 10 ms frames around the segment, the same -60 dBFS).
+void drop_silent_segments(diar::Diarization& d, std::span<const float> pcm, int rate) {
+  const size_t frame = static_cast<size_t>(rate) / 100;
+  std::vector<diar::SpeakerSegment> kept;
+  for (const diar::SpeakerSegment& s : d.segments) {
+    const size_t from = std::min(pcm.size(), static_cast<size_t>(std::max(0.0, std::floor(s.start * 100))) * frame);
+    const size_t to = std::min(pcm.size(), static_cast<size_t>(std::max(0.0, std::ceil(s.end * 100))) * frame);
+    if (!asr::is_silent(pcm.subspan(from, to - from))) kept.push_back(s);
+  }
+  d.segments = std::move(kept);
+}
 
 // An RTTM file id: the file's name without its extension, whitespace made '_' (RTTM fields are space-separated).
 std::string file_id(const std::string& path) {
@@ -36,6 +53,7 @@ std::string file_id(const std::string& path) {
 int run_diarize(const DiarizeOptions& opt) {
   STENO_CHECK(opt.format == "rttm" || opt.format == "json", "--format must be rttm or json, got '{}'", opt.format);
   STENO_CHECK(opt.batch_size >= 1, "--batch-size must be >= 1");
+  const vad::VadMode vad_mode = vad::parse_vad_mode(opt.vad);
   Compute compute = make_compute(opt.compute);
   Diarizer diarizer(opt.diarizer, compute);
 
@@ -59,6 +77,8 @@ int run_diarize(const DiarizeOptions& opt) {
     std::vector<diar::Diarization> out = diarizer.run(compute.ctx, clips, labels);
     for (size_t j = begin; j < end; ++j) {
       results[order[j]] = std::move(out[j - begin]);
+      if (vad_mode != vad::VadMode::kOff)
+        drop_silent_segments(results[order[j]], files[order[j]].samples, diarizer.model().sample_rate());
       audio_done += results[order[j]].audio_seconds;
     }
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
@@ -103,6 +123,10 @@ Run add_diarize_command(CLI::App& app) {
   auto opt = std::make_shared<DiarizeOptions>();
   CLI::App* cmd = app.add_subcommand("diarize", "Who spoke when: speaker segments of audio files (Sortformer)");
   cmd->add_option("files", opt->files, "Audio files")->required();
+  cmd->add_option("--vad", opt->vad,
+                  "off: the model's segments as they are (NeMo's); on or auto (default): segments over digital "
+                  "silence are dropped, as steno serve does")
+      ->check(CLI::IsMember({"off", "on", "auto"}));
   cmd->add_option("-f,--format", opt->format, "Output: rttm (NIST RTTM lines) or json (segments per file, timings)");
   add_compute_options(cmd, opt->compute);
   cmd->add_option("-b,--batch-size", opt->batch_size, "Files per batch offline (sorted by length first)");

@@ -22,6 +22,8 @@ struct WorkerArgs {
   int import_weights_fd = -1;   // --share-weights: map the copy on this descriptor...
   uint64_t weights_bytes = 0;   // ... which holds this many bytes of weights, laid out so
   uint64_t weights_layout = 0;
+  double long_audio_seconds = 0;
+  int long_attention = 128;
 };
 
 int run_worker(const WorkerArgs& a) {
@@ -44,6 +46,8 @@ int run_worker(const WorkerArgs& a) {
     o.weights.role = serve::fleet::WeightsRole::kImport;
     o.weights.import_fd = a.import_weights_fd;
   }
+  o.long_audio_seconds = a.long_audio_seconds;
+  o.long_attention = a.long_attention;
   o.weights.bytes = a.weights_bytes;
   o.weights.layout = a.weights_layout;
   return serve::fleet::run_worker(o);
@@ -71,6 +75,9 @@ Run add_worker_command(CLI::App& app) {
                   "The shared copy's size (to map it, or to make a new one of that size without measuring)");
   cmd->add_option("--weights-layout", args->weights_layout,
                   "The shared copy's identity (program, model files, dtype), which this worker's must equal");
+  cmd->add_option("--long-audio-seconds", args->long_audio_seconds,
+                  "Audio longer than this runs in the engine's long-form mode (0: never)");
+  cmd->add_option("--long-attention", args->long_attention, "The ASR's local attention half-width in long-form mode");
   return [args] { return run_worker(*args); };
 }
 

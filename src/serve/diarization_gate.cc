@@ -18,7 +18,7 @@ bool DiarizationGate::silent(double start_s, double end_s) const {
   const auto from = static_cast<size_t>(std::max(0.0, std::floor(start_s * per_second)));
   const auto to = std::min(peaks_.size(), static_cast<size_t>(std::max(0.0, std::ceil(end_s * per_second))));
   for (size_t i = from; i < to; ++i)
-    if (peaks_[i] >= kSilentPeak) return false;
+    if (peaks_[i] >= static_cast<float>(kSilentPeak)) return false;  // as asr::is_silent
   return true;
 }
 

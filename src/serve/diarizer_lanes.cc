@@ -72,6 +72,16 @@ class DiarizerRunner final : public BatchRunner {
 
 }  // namespace
 
+RunnerFactory green_diarizer_runners(std::shared_ptr<const diar::SortformerModel> model, int sms_per_lane,
+                                     LongForm long_form) {
+  STENO_CHECK(model != nullptr, "green_diarizer_runners needs a model");
+  const Device device = model->device();
+  return green_runners(device, sms_per_lane,
+                       [model = std::move(model), long_form](ops::Context ctx) -> std::unique_ptr<BatchRunner> {
+                         return std::make_unique<DiarizerRunner>(model, std::move(ctx), long_form);
+                       });
+}
+
 RunnerFactory diarizer_runners(std::shared_ptr<const diar::SortformerModel> model, int threads,
                                ops::GemmBackend gemm, LongForm long_form) {
   STENO_CHECK(model != nullptr, "diarizer_runners needs a model");

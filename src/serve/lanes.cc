@@ -69,15 +69,22 @@ RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, in
 
 RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int sms_per_lane) {
   STENO_CHECK(model != nullptr, "green_transcriber_runners needs a model");
+  const Device device = model->device();
+  return green_runners(device, sms_per_lane, [model = std::move(model)](ops::Context ctx) -> std::unique_ptr<BatchRunner> {
+    return std::make_unique<TranscriberRunner>(model, std::move(ctx));
+  });
+}
+
+RunnerFactory green_runners(Device on, int sms_per_lane, std::function<std::unique_ptr<BatchRunner>(ops::Context)> make) {
   if (!steno::cuda::built())
     fail(ErrorCode::kUnavailable, "--share green puts lanes on CUDA green contexts, but this steno was built "
          "without CUDA (configure with -DSTENO_WITH_CUDA=ON on a machine with the CUDA toolkit)");
   if (steno::cuda::device_count() == 0)
     fail(ErrorCode::kUnavailable, "--share green puts lanes on CUDA green contexts, but no CUDA GPU is visible "
          "(no NVIDIA driver or device): use --share lanes on the CPU");
-  STENO_CHECK(!model->device().is_cpu(), "--share green runs lanes on a GPU's green contexts: load the model on "
-              "cuda (--device cuda), not {}", model->device().str());
-  const int device = model->device().index;
+  STENO_CHECK(!on.is_cpu(), "--share green runs lanes on a GPU's green contexts: load the model on "
+              "cuda (--device cuda), not {}", on.str());
+  const int device = on.index;
   const steno::cuda::SmPartitioning sms = steno::cuda::sm_partitioning(device);  // kUnavailable without support
   STENO_CHECK(sms_per_lane >= sms.min_partition && sms_per_lane <= sms.sms && sms.alignment > 0 &&
                   sms_per_lane % sms.alignment == 0,
@@ -89,14 +96,14 @@ RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> mod
   const int fit = sms.sms / sms_per_lane;
   auto groups = std::make_shared<std::vector<steno::cuda::GreenContext>>(
       steno::cuda::GreenContext::partition(device, sms_per_lane, fit));
-  return [model = std::move(model), device, sms, groups](int lane) -> std::unique_ptr<BatchRunner> {
+  return [make = std::move(make), device, sms, groups](int lane) -> std::unique_ptr<BatchRunner> {
     const auto& green = (*groups)[static_cast<size_t>(lane) % groups->size()];
     spdlog::info("lane {}: green context {} of {} ({} SMs) on cuda:{} (of {})", lane,
                  static_cast<size_t>(lane) % groups->size(), groups->size(), green.sm_count(), device, sms.sms);
     if (static_cast<size_t>(lane) == groups->size())
       spdlog::warn("more lanes than the {} disjoint groups of {} SMs that cuda:{} holds: lanes from {} on share SMs "
                    "with earlier ones", groups->size(), green.sm_count(), device, lane);
-    return std::make_unique<TranscriberRunner>(model, ops::Context::cuda(green.make_stream()));
+    return make(ops::Context::cuda(green.make_stream()));
   };
 }
 

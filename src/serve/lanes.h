@@ -74,6 +74,11 @@ RunnerFactory diarizer_runners(std::shared_ptr<const diar::SortformerModel> mode
 // device, so they then overlap (logged). Throws kUnavailable without a CUDA build, GPU or driver support for green
 // contexts, kInvalidArgument for a CPU model or a bad SM count; a lane's green context is made on its thread.
 RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int sms_per_lane);
+// The same for any runner: lanes on `on`'s green contexts, each runner made by `make` on its lane's context.
+RunnerFactory green_runners(Device on, int sms_per_lane, std::function<std::unique_ptr<BatchRunner>(ops::Context)> make);
+// The diarizer's runners on green contexts (diarizer_lanes.cc).
+RunnerFactory green_diarizer_runners(std::shared_ptr<const diar::SortformerModel> model, int sms_per_lane,
+                                     LongForm long_form = {});
 
 // CPU threads each of `executors` executors gets: `threads` when > 0, else the machine's threads
 // (default_num_threads()) shared out among them (at least 1).

@@ -325,9 +325,16 @@ std::vector<Option> make_options() {
                                                   "speakers in transcripts: diarized_json, diarize=true), on the "
                                                   "model's device and dtype (\"\": none)"},
                    STENO_FIELD(diarizer.dir)));
-  t.push_back(bind(diar, {"diarizer-lanes", {}, "N", "The diarizer's lanes"}, STENO_FIELD(diarizer.lanes)));
+  t.push_back(bind(diar, {"diarizer-lanes", {}, "N", "The diarizer's executors: lanes or worker processes"}, STENO_FIELD(diarizer.lanes)));
   t.push_back(bind(diar, {"diarizer-max-batch", {}, "N", "The diarizer's largest batch"},
                    STENO_FIELD(diarizer.max_batch)));
+  t.push_back(bind(diar, {"diarizer-share", {}, "MODE", "How the diarizer's executors share the device: lanes, "
+                                                        "processes (worker processes; --enable-fault-injection applies "
+                                                        "to them too) or green (lanes on CUDA green contexts)"},
+                   STENO_FIELD(diarizer.share)));
+  t.push_back(bind(diar, {"diarizer-green-sms", {}, "N", "SMs of each diarizer lane's green context "
+                                                          "(--diarizer-share green)"},
+                   STENO_FIELD(diarizer.green_sms)));
 
   const std::string tests = "Tests";
   t.push_back(bind(tests, {"enable-fault-injection", {}, "", "TESTS ONLY: honour the X-Steno-Fault: "

@@ -72,12 +72,16 @@ struct ModelConfig {
   DType compute_dtype() const;  // `dtype`, or the device's default (f32 on the CPU, bf16 on CUDA)
 };
 
-// A Sortformer diarizer served beside the transcription model (POST /v1/audio/diarizations): lanes on the
-// transcription model's device and dtype, with their own batcher.
+// A Sortformer diarizer served beside the transcription model (POST /v1/audio/diarizations): on the transcription
+// model's device and dtype, with its own batcher and executors: lanes (threads over one weight copy), worker
+// processes, or lanes on green contexts of green_sms SMs each. (MPS is the transcription model's alone for now: a
+// fault restarts every client of a daemon, and two fleets on one daemon must restart as one group.)
 struct DiarizerServing {
   std::string dir;  // "" = no diarizer
-  int lanes = 1;
+  int lanes = 1;    // its executors: lanes or worker processes
   int max_batch = 8;
+  ShareMode share = ShareMode::kLanes;
+  int green_sms = 0;
 };
 
 struct ServeConfig {

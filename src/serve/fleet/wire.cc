@@ -138,6 +138,20 @@ void put_payload(Writer& w, const BatchResult& m) {
       w.put(static_cast<int32_t>(k.end_frame));
     }
   }
+  w.put(static_cast<uint32_t>(m.diarizations.size()));
+  for (const DiarizationResult& d : m.diarizations) {
+    w.put(static_cast<int32_t>(d.num_speakers));
+    w.put(d.frame_seconds);
+    w.put(d.frames);
+    w.put(static_cast<uint32_t>(d.probs.size()));
+    for (const float p : d.probs) w.put(p);
+    w.put(static_cast<uint32_t>(d.segments.size()));
+    for (const SpeakerSegmentResult& s : d.segments) {
+      w.put(static_cast<int32_t>(s.speaker));
+      w.put(s.start);
+      w.put(s.end);
+    }
+  }
 }
 
 void put_payload(Writer& w, const BatchFailed& m) {
@@ -207,6 +221,29 @@ BatchResult get_batch_result(Reader& r) {
       k.id = r.get<int32_t>("token id");
       k.start_frame = r.get<int32_t>("token start");
       k.end_frame = r.get<int32_t>("token end");
+    }
+  }
+  // The smallest diarization: speakers, frame length, frames, two empty lists.
+  const uint32_t d = r.get_count("diarization count", 3 * sizeof(uint32_t) + sizeof(double) + sizeof(int64_t),
+                                 kMaxClipsPerBatch);
+  m.diarizations.resize(d);
+  for (DiarizationResult& x : m.diarizations) {
+    x.num_speakers = r.get<int32_t>("speakers");
+    x.frame_seconds = r.get<double>("frame seconds");
+    x.frames = r.get<int64_t>("frames");
+    const uint32_t probs = r.get_count("probability count", sizeof(float));
+    if (x.num_speakers < 0 || x.frames < 0 ||
+        static_cast<uint64_t>(x.frames) * static_cast<uint64_t>(x.num_speakers) != probs)
+      throw ProtocolError(fmt::format("a diarization of {} frames x {} speakers carries {} probabilities", x.frames,
+                                      x.num_speakers, probs));
+    x.probs.resize(probs);
+    for (float& p : x.probs) p = r.get<float>("probability");
+    const uint32_t segments = r.get_count("segment count", sizeof(int32_t) + 2 * sizeof(double));
+    x.segments.resize(segments);
+    for (SpeakerSegmentResult& s : x.segments) {
+      s.speaker = r.get<int32_t>("segment speaker");
+      s.start = r.get<double>("segment start");
+      s.end = r.get<double>("segment end");
     }
   }
   return m;

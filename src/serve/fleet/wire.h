@@ -29,8 +29,9 @@
 
 namespace steno::serve::fleet {
 
-// 2: Hello says how the worker holds its weights (--share-weights).
-inline constexpr uint16_t kProtocolVersion = 2;
+// 2: Hello says how the worker holds its weights (--share-weights). 3: BatchResult carries diarizations (a worker
+// of the diarization model).
+inline constexpr uint16_t kProtocolVersion = 3;
 inline constexpr size_t kHeaderBytes = 12;
 // The largest payloads each side accepts: a result holds text and timestamps of at most max_batch clips; a batch
 // request is only the clips' places in the shared memory.
@@ -82,11 +83,13 @@ struct RunBatch {
   std::vector<ClipSpan> clips;
 };
 
-// One transcript per clip, in the RunBatch's order.
+// One answer per clip, in the RunBatch's order: a transcript from a transcription model's worker, a diarization
+// from a diarization model's (the other list empty).
 struct BatchResult {
   uint64_t batch_id = 0;
   asr::StageTimings timings;
   std::vector<asr::Transcript> transcripts;
+  std::vector<DiarizationResult> diarizations;
 };
 
 // The batch threw in the worker (the worker itself is fine): kResourceExhausted means "retry smaller".

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "steno/asr/model.h"
+#include "steno/diar/sortformer_model.h"
 #include "core/cuda_fault.h"
 #include "core/nvml.h"
 #include "serve/lanes.h"
@@ -132,7 +133,9 @@ Message run_batch(BatchRunner& runner, const RunBatch& batch, UniqueFd pcm_fd, c
     for (const ClipSpan& c : batch.clips) clips.push_back(pcm.clip(c));
     BatchResult result;
     result.batch_id = batch.batch_id;
-    result.transcripts = runner.run(clips, &result.timings).transcripts;
+    BatchOutput out = runner.run(clips, &result.timings);
+    result.transcripts = std::move(out.transcripts);
+    result.diarizations = std::move(out.diarizations);
     return result;
   } catch (const Error& e) {
     exit_if_device_faulted(options, e.what());
@@ -169,9 +172,16 @@ int run_worker(const WorkerOptions& options) {
   asr::ModelOverrides overrides;
   overrides.device = options.device;
   overrides.dtype = options.dtype;
-  WorkerWeights weights = load_worker_model(options.model_dir, overrides, options.weights, options.index);
-  std::unique_ptr<BatchRunner> runner =
-      transcriber_runners(weights.model, options.threads, options.gemm)(options.index);
+  // A diarization model's worker serves diarizations (its weights are its own: --share-weights is for ASR models).
+  WorkerWeights weights;
+  std::unique_ptr<BatchRunner> runner;
+  if (asr::model_type_of(options.model_dir) == "sortformer") {
+    auto model = diar::SortformerModel::load(options.model_dir, {options.device, options.dtype});
+    runner = diarizer_runners(std::move(model), options.threads, options.gemm, LongForm{options.long_audio_seconds, options.long_attention})(options.index);
+  } else {
+    weights = load_worker_model(options.model_dir, overrides, options.weights, options.index);
+    runner = transcriber_runners(weights.model, options.threads, options.gemm, LongForm{options.long_audio_seconds, options.long_attention})(options.index);
+  }
 
   Hello hello;
   hello.pid = static_cast<int32_t>(::getpid());

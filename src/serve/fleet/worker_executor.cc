@@ -103,8 +103,10 @@ BatchRun WorkerExecutor::run(const Batch& batch) {
   pcm.reset();  // the worker holds the memory now; the server's mapping is not needed any more
 
   auto answer = await_answer(message.batch_id, n, start + budget);
-  if (auto* result = std::get_if<BatchResult>(&answer))
+  if (auto* result = std::get_if<BatchResult>(&answer)) {
+    if (!result->diarizations.empty()) return BatchRun::diarized(std::move(result->diarizations), result->timings);
     return BatchRun::done(std::move(result->transcripts), result->timings);
+  }
   if (auto* failed = std::get_if<BatchFailed>(&answer)) return BatchRun::failed(failed->code, failed->message);
   Lost& l = std::get<Lost>(answer);
   if (l.reason == RestartReason::kHang && Clock::now() >= start + budget)
@@ -134,9 +136,14 @@ std::variant<BatchResult, BatchFailed, WorkerExecutor::Lost> WorkerExecutor::awa
         continue;
       }
       if (auto* result = std::get_if<BatchResult>(&in->message)) {
-        if (result->batch_id != batch_id || result->transcripts.size() != clips)
-          throw ProtocolError(fmt::format("a result for batch {} with {} transcripts, expected batch {} of {}",
-                                          result->batch_id, result->transcripts.size(), batch_id, clips));
+        // One answer per clip: transcripts or diarizations, not both.
+        const size_t answers = result->transcripts.size() + result->diarizations.size();
+        if (result->batch_id != batch_id || answers != clips ||
+            (!result->transcripts.empty() && !result->diarizations.empty()))
+          throw ProtocolError(fmt::format("a result for batch {} with {} transcripts and {} diarizations, expected "
+                                          "batch {} of {}",
+                                          result->batch_id, result->transcripts.size(), result->diarizations.size(),
+                                          batch_id, clips));
         return std::move(*result);
       }
       if (auto* failed = std::get_if<BatchFailed>(&in->message)) {

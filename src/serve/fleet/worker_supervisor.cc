@@ -67,6 +67,9 @@ std::vector<std::string> worker_arguments(const WorkerFleetConfig& config, int w
                                    ops::gemm_backend_name(c.gemm),
                                    "--heartbeat-ms",
                                    std::to_string(config.heartbeat_interval.count())};
+  if (c.long_audio_seconds > 0)
+    args.insert(args.end(), {"--long-audio-seconds", fmt::format("{}", c.long_audio_seconds), "--long-attention",
+                             std::to_string(c.long_attention)});
   if (weights.role == WeightsRole::kExport) args.push_back("--export-weights");
   if (weights.role == WeightsRole::kImport)
     args.insert(args.end(), {"--import-weights-fd", std::to_string(kWorkerWeightsFd)});

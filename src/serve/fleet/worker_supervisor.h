@@ -49,6 +49,8 @@ struct WorkerCommand {
   int threads = 0;  // CPU threads per worker (0: the worker's default)
   ops::GemmBackend gemm = ops::GemmBackend::kOneDnn;
   std::string log_level;  // "": the server's current level
+  double long_audio_seconds = 0;  // the engines' long-form mode past this (WorkerOptions); 0: never
+  int long_attention = 128;
 };
 
 using WorkerEnv = std::function<std::vector<std::pair<std::string, std::string>>(int worker)>;

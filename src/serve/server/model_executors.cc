@@ -55,6 +55,8 @@ fleet::WorkerFleetConfig worker_fleet(const ServeConfig& config) {
   f.heartbeat_interval = std::chrono::milliseconds(m.heartbeat_ms);
   f.batch_timeout_floor = std::chrono::milliseconds(static_cast<int64_t>(m.batch_timeout_s * 1000.0));
   f.share_weights = m.share_weights;
+  f.command.long_audio_seconds = m.long_audio_seconds;
+  f.command.long_attention = m.long_attention;
   return f;
 }
 
@@ -132,15 +134,30 @@ ModelSpec build_diarizer(const ServeConfig& config) {
   spec.info.platform = "steno_sortformer";
   spec.info.on_gpu = !m.parsed_device().is_cpu();
   spec.info.device = m.parsed_device().str();
-  spec.info.share = share_mode_name(ShareMode::kLanes);
+  spec.info.share = share_mode_name(d.share);
   spec.info.max_audio_seconds = m.max_audio_seconds;
   spec.batcher.max_batch_size = d.max_batch;
   spec.batcher.max_queue_delay = std::chrono::microseconds(static_cast<int64_t>(m.max_queue_delay_ms * 1000.0));
   spec.batcher.max_queue_size = static_cast<size_t>(m.max_queue_size);
+  const LongForm long_form{m.long_audio_seconds, m.long_attention};
+  if (d.share == ShareMode::kProcesses) {  // `steno worker` processes loading the diarizer (worker.cc)
+    fleet::WorkerFleetConfig fleet = worker_fleet(config);
+    fleet.workers = d.lanes;
+    fleet.command.model_dir = d.dir;
+    fleet.command.threads = threads_per_executor(d.lanes, m.threads_per_executor);
+    fleet.share_weights = false;
+    spec.executors = [fleet, name = spec.info.name, version = spec.info.version](prometheus::Registry& registry) {
+      return fleet::worker_executors(fleet,
+                                     std::make_unique<fleet::FleetMetrics>(registry, name, version, fleet.workers));
+    };
+    return spec;
+  }
   auto model = diar::SortformerModel::load(d.dir, {m.parsed_device(), m.compute_dtype()});
   const RunnerFactory runners =
-      diarizer_runners(std::move(model), threads_per_executor(d.lanes, m.threads_per_executor),
-                       ops::parse_gemm_backend(m.gemm), LongForm{m.long_audio_seconds, m.long_attention});
+      d.share == ShareMode::kGreen
+          ? green_diarizer_runners(std::move(model), d.green_sms, long_form)
+          : diarizer_runners(std::move(model), threads_per_executor(d.lanes, m.threads_per_executor),
+                             ops::parse_gemm_backend(m.gemm), long_form);
   spec.executors = [runners, n = d.lanes](prometheus::Registry&) { return lane_executors(n, runners); };
   return spec;
 }

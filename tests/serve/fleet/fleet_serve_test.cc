@@ -50,6 +50,45 @@ TEST(FleetServe, WorkerProcessesServeTheTranscriptsOfSteno_Transcribe) {
   EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
+// The diarizer in worker processes of its own (--diarizer-share processes) beside the transcription model's:
+// its RTTM is `steno diarize`'s, and a worker that crashes on a diarization is replaced and the batch replayed.
+TEST(FleetServe, DiarizerWorkerProcessesAnswerAsSteno_DiarizeAndSurviveACrash) {
+  const std::string clip = std::string(STENO_SOURCE_DIR) + "/tests/data/diar-testset/conv00.flac";
+  int rc = 0;
+  // One thread, as each worker has (--threads-per-lane 1): the last frames' probabilities sit near the threshold,
+  // where another thread count's summation order can add or drop a 70 ms segment.
+  const std::string want = run(std::string(STENO_BINARY) + " diarize --threads 1 '" + clip + "' 2>/dev/null", &rc);
+  ASSERT_EQ(rc, 0) << want;
+  ServeProcess server("--share processes --executors 1 --threads-per-lane 1 --model diarizer=" +
+                      std::string(STENO_SOURCE_DIR) + "/models/steno-sortformer-small --diarizer-share processes "
+                      "--diarizer-lanes 2 --heartbeat-ms 100 --enable-fault-injection");
+  ASSERT_TRUE(server.started()) << server.log();
+  EXPECT_EQ(server.workers().size(), 3u) << server.log();  // one transcription worker, two diarization workers
+
+  const auto diarize = [&](const Headers& extra) {
+    Form form;
+    form.fields = {{"response_format", "rttm"}};
+    form.file = read_file(clip);
+    form.filename = "conv00.flac";
+    Headers headers = {{"Content-Type", form.content_type()}};
+    headers.insert(headers.end(), extra.begin(), extra.end());
+    return HttpClient(server.port(), std::chrono::seconds(120))
+        .request("POST", "/v1/audio/diarizations", form.body(), headers);
+  };
+  const ClientResponse plain = diarize({});
+  EXPECT_EQ(plain.status, 200) << plain.body;
+  EXPECT_EQ(plain.body, want);
+  const ClientResponse crashed = diarize({{"X-Steno-Fault", "crash"}});  // crashes once, then runs on a new worker
+  EXPECT_EQ(crashed.status, 500) << crashed.body;  // the fault rides along on the replay: poisoned after two
+  const std::string metrics = server.metrics();
+  EXPECT_GE(metric_sum(metrics, "steno_worker_restarts_total", "model=\"steno-sortformer-small\""), 1) << metrics;
+  EXPECT_EQ(metric_sum(metrics, "steno_worker_restarts_total", "model=\"steno-tdt-small-en\""), 0) << metrics;
+  const ClientResponse after = diarize({});  // the replaced worker serves
+  EXPECT_EQ(after.status, 200) << after.body;
+  EXPECT_EQ(after.body, want);
+  EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
 TEST(FleetServe, SigtermDrainsTheRequestsInFlightAndLeavesNoWorkerBehind) {
   const Clip& clip = long_clips()[1];
   ServeProcess server("--share processes --executors 2 --threads-per-lane 1");

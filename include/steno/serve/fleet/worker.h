@@ -26,6 +26,10 @@ struct WorkerOptions {
   ops::GemmBackend gemm = ops::GemmBackend::kOneDnn;
   std::chrono::milliseconds heartbeat{1000};
   WeightsShare weights;  // --share-weights: make the fleet's copy, map it, or (default) load privately
+  // Audio longer than this runs in the engine's long-form mode (0: never), as a lane's (serve/lanes.h LongForm):
+  // the diarizer streaming, the ASR with local attention of half-width long_attention.
+  double long_audio_seconds = 0;
+  int long_attention = 128;
 };
 
 // Serves batches until the server closes the socket (returns 0). A protocol error from the server is logged and
