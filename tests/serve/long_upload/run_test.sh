@@ -8,7 +8,7 @@
 #    --max-audio-seconds SECONDS+60, --long-audio-seconds 300 (the conversation runs in the long-form modes);
 # 3. refusals, each a clear 413 naming the limit and its option, the server serving the next request: a body over
 #    --max-upload-mb, and audio over --max-audio-seconds (silence, its header stating its length); then 20 s of
-#    digital silence: no speaker, no word;
+#    digital silence: no speaker, no word; a file corrupt in its middle: a clear 400;
 # 4. uploads the conversation with response_format=diarized_json: the answer must hold words and speaker segments
 #    of at least two speakers; the upload's temporary file must be gone once answered (no open file left); then
 #    streamed (stream=true): the events are the transcript; a client leaving after the first event cancels the
@@ -100,6 +100,21 @@ out=$(curl -sS -F "file=@$work/silence.wav" -F response_format=diarized_json "$u
 echo "$out" | grep -q '"segments":\[\]' && echo "$out" | grep -q '"text":""' ||
   fail "silence was transcribed with speakers as $out"
 expect_words "silence"
+
+# 3d. A file corrupt in the middle (4 KiB of a FLAC's frames overwritten): a clear 400 saying where decoding
+# stopped, and the server serves the next request.
+"$python" - "$short" "$work/corrupt.flac" <<'EOF'
+import random, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+r = random.Random(3)
+for i in range(len(b) // 2, len(b) // 2 + 4096):
+    b[i] = r.randrange(256)
+open(sys.argv[2], "wb").write(bytes(b))
+EOF
+code=$(curl -sS -o "$work/corrupt.out" -w '%{http_code}' -F "file=@$work/corrupt.flac" "$url")
+[ "$code" = 400 ] && grep -q "corrupt FLAC data: decoding failed after" "$work/corrupt.out" ||
+  fail "a corrupt file got $code: $(cat "$work/corrupt.out")"
+expect_words "the corrupt file"
 
 # 4. The conversation, who said what.
 start=$(now)
