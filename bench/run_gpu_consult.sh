@@ -19,6 +19,8 @@
 #     --diar-concurrency, the ASR idle; shared: for each A:D of --shared, both loops at once (A and D
 #     connections). Sharing efficiency of a shared point = its ASR requests/s / the best ASR alone + its
 #     diarization requests/s / the best diarization alone, when both meet the SLO; the best is the headline.
+#     mps: the case study's recipes in one server, both under one MPS daemon: ASR 4 clients x 25 %, diarizer 8 x
+#     12 %; the same shared pairs, scored against the same alone figures.
 # Results: OUT (default $OUT) as one archive, results.tar.gz: hour-*.json, asr-alone.json, diar-alone.json,
 # shared-A-D-{asr,diar}.json, summary.json, logs.
 set -uo pipefail
@@ -78,6 +80,9 @@ stop_server() {
   kill $sampler 2>/dev/null
   wait $sampler 2>/dev/null
 }
+load() {  # load SERVE_LOAD_ARGS...: a closed-loop sweep against the server running now
+  run serve_load --closed-loop --port "$port" --duration-s "$duration" --warmup-s "$warmup" --accept-differing-text "$@"
+}
 hour() {  # hour NAME: the hour, speaker-attributed, three times (the first warms the server up)
   local name=$1 i
   for i in 1 2 3; do
@@ -112,8 +117,6 @@ else status=1; fi
 if start_server big --dtype bf16 --model "$work/p06b" --lanes 4 --max-batch 16 --max-queue-delay-ms 50 \
      --diarizer "$work/diar-v2" --diarizer-lanes 2 --diarizer-max-batch 64; then
   hour big || status=1
-  load() { run serve_load --closed-loop --port "$port" --duration-s "$duration" --warmup-s "$warmup" \
-             --accept-differing-text "$@"; }
   load --clip "$work/clip45.wav" --concurrency "$asr_c" --out "$out/asr-alone.json" 2>"$out/logs/asr-alone.log" |
     tail -1
   load --route diarizations --clip "$work/clip60.wav" --concurrency "$diar_c" --out "$out/diar-alone.json" \
@@ -131,6 +134,23 @@ if start_server big --dtype bf16 --model "$work/p06b" --lanes 4 --max-batch 16 -
   stop_server
 else status=1; fi
 
+# (b) The case study's two recipes on one GPU: the ASR as 4 MPS clients at 25 %, the diarizer as 8 at 12 %, under
+# one daemon; the same shared pairs.
+if start_server mps --dtype bf16 --model "$work/p06b" --share mps --lanes 4 --max-batch 16 --max-queue-delay-ms 50 \
+     --diarizer "$work/diar-v2" --diarizer-share mps --diarizer-lanes 8 --diarizer-max-batch 8; then
+  for pair in $shared; do
+    a=${pair%%:*} d=${pair##*:}
+    load --clip "$work/clip45.wav" --concurrency "$a" --out "$out/mps-$a-$d-asr.json" \
+      2>"$out/logs/mps-$a-$d-asr.log" >/dev/null &
+    asr_pid=$!
+    load --route diarizations --clip "$work/clip60.wav" --concurrency "$d" --out "$out/mps-$a-$d-diar.json" \
+      2>"$out/logs/mps-$a-$d-diar.log" >/dev/null
+    wait $asr_pid
+    echo "mps recipes $a:$d done"
+  done
+  stop_server
+else status=1; fi
+
 python3 - "$out" "$shared" <<'PY'
 import json, os, sys
 out, shared = sys.argv[1], sys.argv[2].split()
@@ -143,21 +163,24 @@ def best(path):
 def brief(p):
     return None if p is None else {k: p.get(k) for k in ("concurrency", "requests_per_s", "latency_ms", "meets_sla")}
 asr, diar = best(f"{out}/asr-alone.json"), best(f"{out}/diar-alone.json")
-summary = {"asr_alone_best": brief(asr), "diar_alone_best": brief(diar), "shared": []}
-for pair in shared:
-    a, d = pair.split(":")
-    pa, pd = points(f"{out}/shared-{a}-{d}-asr.json"), points(f"{out}/shared-{a}-{d}-diar.json")
-    if not pa or not pd: continue
-    pa, pd = pa[0], pd[0]
-    both = bool(pa.get("meets_sla") and pd.get("meets_sla"))
-    eff = (pa["requests_per_s"] / asr["requests_per_s"] + pd["requests_per_s"] / diar["requests_per_s"]) if asr and diar else None
-    summary["shared"].append({"asr": brief(pa), "diar": brief(pd), "both_meet_slo": both, "sharing_efficiency": eff})
-ok = [s for s in summary["shared"] if s["both_meet_slo"] and s["sharing_efficiency"] is not None]
-summary["headline"] = max(ok, key=lambda s: s["sharing_efficiency"]) if ok else None
+summary = {"asr_alone_best": brief(asr), "diar_alone_best": brief(diar)}
+for arm in ("shared", "mps"):  # steno's lanes in one server; the case study's MPS recipes
+    summary[arm] = []
+    for pair in shared:
+        a, d = pair.split(":")
+        pa, pd = points(f"{out}/{arm}-{a}-{d}-asr.json"), points(f"{out}/{arm}-{a}-{d}-diar.json")
+        if not pa or not pd: continue
+        pa, pd = pa[0], pd[0]
+        both = bool(pa.get("meets_sla") and pd.get("meets_sla"))
+        eff = (pa["requests_per_s"] / asr["requests_per_s"] + pd["requests_per_s"] / diar["requests_per_s"]) if asr and diar else None
+        summary[arm].append({"asr": brief(pa), "diar": brief(pd), "both_meet_slo": both, "sharing_efficiency": eff})
+    ok = [s for s in summary[arm] if s["both_meet_slo"] and s["sharing_efficiency"] is not None]
+    summary[f"headline_{arm}"] = max(ok, key=lambda s: s["sharing_efficiency"]) if ok else None
 for f in sorted(os.listdir(out)):
     if f.startswith("hour-") and f.endswith(".json"): summary[f[:-5]] = json.load(open(f"{out}/{f}"))
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=1)
-print(json.dumps({k: summary[k] for k in ("asr_alone_best", "diar_alone_best", "headline")}, indent=1))
+print(json.dumps({k: summary[k] for k in ("asr_alone_best", "diar_alone_best", "headline_shared", "headline_mps")},
+                 indent=1))
 PY
 (cd "$out" && tar -czf results.tar.gz --remove-files -- *.json *.jsonl *.txt logs 2>/dev/null)
 rm -rf "$work"

@@ -133,15 +133,15 @@ void validate(const ServeConfig& c) {
   validate_model(c.model, c.enable_fault_injection);
   STENO_CHECK(c.diarizer.lanes >= 1, "diarizer_lanes must be >= 1, got {}", c.diarizer.lanes);
   STENO_CHECK(c.diarizer.max_batch >= 1, "diarizer_max_batch must be >= 1, got {}", c.diarizer.max_batch);
-  STENO_CHECK(c.diarizer.share != ShareMode::kMps,
-              "diarizer_share mps is not supported yet: MPS serves the transcription model's worker processes; give "
-              "the diarizer lanes, processes or green");
+  STENO_CHECK((c.diarizer.share != ShareMode::kMps && c.diarizer.share != ShareMode::kGreen) ||
+                  !c.model.parsed_device().is_cpu(),
+              "diarizer_share {} needs a CUDA device (--device cuda[:N]), and --device is cpu",
+              share_mode_name(c.diarizer.share));
   STENO_CHECK(c.diarizer.share != ShareMode::kGreen || c.diarizer.green_sms > 0,
               "diarizer_share green needs diarizer_green_sms, the SMs of each of its lanes (e.g. 16)");
   STENO_CHECK(c.diarizer.green_sms >= 0 && (c.diarizer.green_sms == 0 || c.diarizer.share == ShareMode::kGreen),
               "diarizer_green_sms applies to diarizer_share green only, got {}", c.diarizer.green_sms);
-  STENO_CHECK(c.diarizer.share != ShareMode::kGreen || !c.model.parsed_device().is_cpu(),
-              "diarizer_share green needs a CUDA device (--device cuda[:N]), and --device is cpu");
+
   if (!is_loopback_host(c.host) && c.api_key.empty())
     fail(ErrorCode::kInvalidArgument,
          "refusing to listen on '{}' without an API key: a non-loopback host needs --api-key KEY (or $STENO_API_KEY, "

@@ -330,7 +330,9 @@ std::vector<Option> make_options() {
                    STENO_FIELD(diarizer.max_batch)));
   t.push_back(bind(diar, {"diarizer-share", {}, "MODE", "How the diarizer's executors share the device: lanes, "
                                                         "processes (worker processes; --enable-fault-injection applies "
-                                                        "to them too) or green (lanes on CUDA green contexts)"},
+                                                        "to them too), mps (worker processes under CUDA MPS, each at "
+                                                        "100 / diarizer-lanes % of the SMs) or green (lanes on CUDA "
+                                                        "green contexts)"},
                    STENO_FIELD(diarizer.share)));
   t.push_back(bind(diar, {"diarizer-green-sms", {}, "N", "SMs of each diarizer lane's green context "
                                                           "(--diarizer-share green)"},

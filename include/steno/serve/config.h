@@ -74,8 +74,8 @@ struct ModelConfig {
 
 // A Sortformer diarizer served beside the transcription model (POST /v1/audio/diarizations): on the transcription
 // model's device and dtype, with its own batcher and executors: lanes (threads over one weight copy), worker
-// processes, or lanes on green contexts of green_sms SMs each. (MPS is the transcription model's alone for now: a
-// fault restarts every client of a daemon, and two fleets on one daemon must restart as one group.)
+// processes, MPS clients (of the transcription model's daemon when it runs under MPS too: the two fleets then
+// restart as one group after a fault), or lanes on green contexts of green_sms SMs each.
 struct DiarizerServing {
   std::string dir;  // "" = no diarizer
   int lanes = 1;    // its executors: lanes or worker processes

@@ -87,9 +87,14 @@ WorkerSupervisor::WorkerSupervisor(WorkerFleetConfig config, std::unique_ptr<Fle
     workers_.push_back(std::make_unique<Worker>());
     workers_.back()->index = i;
   }
+  if (config_.restart_group_on_fault) {
+    group_ = config_.fault_group ? config_.fault_group : std::make_shared<FaultGroup>(config_.recover_group);
+    group_->join(this);
+  }
 }
 
 WorkerSupervisor::~WorkerSupervisor() {
+  if (group_) group_->leave(this);
   for (auto& w : workers_) {
     std::lock_guard lock(w->mu);
     w->process.reset();  // SIGKILL and reap
@@ -107,40 +112,33 @@ WorkerLaunch WorkerSupervisor::launch(int i, const SharedWeightsBroker::Start& w
 }
 
 // Tells a group restart waiting for every worker to be gone that one more is (its live_pid was just cleared under
-// its mu). Called without any worker's mu held: the waiter takes group_mu_, then each worker's mu.
+// its mu). Called without any worker's mu held: the waiter takes the group's lock, then each worker's mu.
 void WorkerSupervisor::notify_down() {
-  std::lock_guard lock(group_mu_);
-  group_cv_.notify_all();
+  if (group_) group_->notify_down();
 }
 
-void WorkerSupervisor::await_group_recovery() {
-  std::unique_lock lock(group_mu_);
-  if (!group_recovering_) return;
-  auto all_down = [&] {
-    for (const auto& w : workers_) {
-      std::lock_guard worker_lock(w->mu);
-      if (w->live_pid > 0) return false;
-    }
-    return true;
-  };
-  // Each worker's executor reaps its own once it sees it gone (within a heartbeat interval when idle).
-  if (!group_cv_.wait_for(lock, config_.startup_timeout, [&] { return !group_recovering_ || all_down(); }))
-    spdlog::warn("a worker of the faulted group is still alive after {} s; starting again anyway",
-                 config_.startup_timeout.count() / 1000.0);
-  if (!group_recovering_) return;  // another start recovered the group meanwhile
-  group_recovering_ = false;
-  if (!config_.recover_group) return;
-  spdlog::warn("every worker of the faulted group is down: recovering the GPU before starting them again");
-  try {
-    config_.recover_group();
-  } catch (const std::exception& e) {
-    spdlog::error("could not recover the group's GPU: {}; starting the workers anyway", e.what());
+bool WorkerSupervisor::all_down() const {
+  for (const auto& w : workers_) {
+    std::lock_guard worker_lock(w->mu);
+    if (w->live_pid > 0) return false;
+  }
+  return true;
+}
+
+void WorkerSupervisor::take_down(int except) {
+  weights_.drop();  // its memory may belong to the context that broke
+  for (auto& other : workers_) {
+    if (other->index == except) continue;
+    std::lock_guard lock(other->mu);
+    if (other->live_pid <= 0) continue;
+    other->group_victim = true;
+    ::kill(other->live_pid, SIGKILL);
   }
 }
 
 std::optional<std::string> WorkerSupervisor::start(int i) {
   Worker& w = *workers_.at(static_cast<size_t>(i));
-  await_group_recovery();
+  if (group_) group_->await_recovery(config_.startup_timeout);
   SharedWeightsBroker::Start weights = weights_.begin(i);
   try {
     auto process = WorkerProcess::spawn(launch(i, weights));
@@ -244,24 +242,11 @@ Loss WorkerSupervisor::lose(int i, RestartReason reason, const std::string& why,
                 status.str(), batch_size > 0 ? fmt::format("replaying its batch of {}", batch_size) : "it was idle");
   if (metrics_) metrics_->worker_restarted(reason);
   w.process.reset();
-  if (config_.restart_group_on_fault && !victim) restart_group(i);
+  if (group_ && !victim) {
+    spdlog::warn("worker {} faulted: restarting every worker of its group", i);
+    group_->fault(this, i);
+  }
   return victim ? Loss::kGroup : Loss::kFault;
-}
-
-void WorkerSupervisor::restart_group(int faulted) {
-  spdlog::warn("worker {} faulted: restarting every worker of its group", faulted);
-  {
-    std::lock_guard lock(group_mu_);
-    group_recovering_ = true;
-  }
-  weights_.drop();  // its memory may belong to the context that broke
-  for (auto& other : workers_) {
-    if (other->index == faulted) continue;
-    std::lock_guard lock(other->mu);
-    if (other->live_pid <= 0) continue;
-    other->group_victim = true;
-    ::kill(other->live_pid, SIGKILL);
-  }
 }
 
 void WorkerSupervisor::stop(int i) {

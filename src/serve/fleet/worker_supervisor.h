@@ -7,11 +7,12 @@
 //   lose(i)   ends a worker found lost: one that went away by itself gets a moment to finish exiting, a hung or
 //             misbehaving one is SIGKILLed; it is logged with its index, pid, exit status or signal and batch, and
 //             counted by reason. With restart_group_on_fault (MPS, where one client's fault kills every client of
-//             the GPU) it also kills every other worker of the group; their executors then find them lost as
-//             victims (Loss::kGroup), and the shared weights are dropped. No worker starts again until every
-//             worker of the group is gone and recover_group has run: under MPS a client that starts while a faulted
-//             one still lives is refused, or faults in its first batch, and its replayed requests would be charged
-//             a second fault they did not cause.
+//             the GPU) it also kills every other worker of the group (fault_group.h: this fleet's, or every fleet
+//             under the same daemon); their executors then find them lost as victims (Loss::kGroup), and the shared
+//             weights are dropped. No worker starts again until every worker of the group is gone and the group's
+//             recovery has run: under MPS a client that starts while a faulted one still lives is refused, or
+//             faults in its first batch, and its replayed requests would be charged a second fault they did not
+//             cause.
 //   stop(i)   an orderly end (draining): the worker's socket is shut, it exits, what is left is killed.
 // Workers exit with the server: the parent-death signal ends them if it dies, and destroying the supervisor kills
 // and reaps any still running.
@@ -34,6 +35,7 @@
 #include "steno/core/dtype.h"
 #include "steno/ops/context.h"
 #include "serve/executor.h"
+#include "serve/fleet/fault_group.h"
 #include "serve/fleet/fleet_metrics.h"
 #include "serve/fleet/shared_weights_broker.h"
 #include "serve/fleet/worker_process.h"
@@ -63,6 +65,10 @@ struct WorkerFleetConfig {
   // With restart_group_on_fault: what makes the group's GPU take clients again once every worker of a faulted group
   // is gone (MPS: MpsDaemon::restart), run before the first worker starts again. Optional.
   std::function<void()> recover_group;
+  // With restart_group_on_fault: the group these workers fault with, shared with other fleets whose workers are
+  // clients of the same GPU's MPS daemon (its recovery then is the group's, and recover_group is unused); null: a
+  // group of this fleet alone, recovered by recover_group.
+  std::shared_ptr<FaultGroup> fault_group;
   bool share_weights = false;  // one device copy of the weights for every worker (shared_weights.h)
   std::chrono::milliseconds heartbeat_interval{1000};
   int missed_heartbeats = 5;  // a worker silent for this many intervals is hung
@@ -76,7 +82,7 @@ struct WorkerFleetConfig {
 std::vector<std::string> worker_arguments(const WorkerFleetConfig& config, int worker,
                                           const WeightsArgs& weights = {});
 
-class WorkerSupervisor {
+class WorkerSupervisor : private FaultGroup::Member {
  public:
   // Starts nothing yet. `metrics` may be null.
   WorkerSupervisor(WorkerFleetConfig config, std::unique_ptr<FleetMetrics> metrics);
@@ -106,9 +112,10 @@ class WorkerSupervisor {
 
   WorkerLaunch launch(int i, const SharedWeightsBroker::Start& weights) const;
   void notify_down();
-  void await_group_recovery();
   std::optional<std::string> await_hello(Worker& w, Hello* hello, UniqueFd* fd);
-  void restart_group(int faulted);
+  // FaultGroup::Member.
+  void take_down(int except) override;
+  bool all_down() const override;
 
   WorkerFleetConfig config_;
   std::unique_ptr<FleetMetrics> metrics_;
@@ -116,10 +123,7 @@ class WorkerSupervisor {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<uint64_t> batch_ids_{0};
   std::atomic<int> first_starts_{0};  // workers that have started once: the fleet is ready when all have
-  // A group restart in progress: set when a worker faults, cleared by the start that runs recover_group.
-  std::mutex group_mu_;
-  std::condition_variable group_cv_;  // notified whenever a worker goes down
-  bool group_recovering_ = false;
+  std::shared_ptr<FaultGroup> group_;  // restart_group_on_fault: the group it joined; null otherwise
 };
 
 }  // namespace steno::serve::fleet

@@ -95,10 +95,11 @@ BuiltModel build_model(const ServeConfig& config) {
       built.mps = open_mps(m);
       const int workers = m.executors;
       fleet.worker_env = [mps = built.mps, workers](int worker) { return mps->worker_env(worker, workers); };
-      // Under MPS a fatal fault in one client faults every client of the GPU's server: restart them together, and
-      // only once the daemon takes clients again.
+      // Under MPS a fatal fault in one client faults every client of the GPU's server: restart them together (the
+      // diarizer's workers too when they are clients of the same daemon), and only once it takes clients again.
       fleet.restart_group_on_fault = true;
-      fleet.recover_group = [mps = built.mps] { mps->restart(); };
+      built.fault_group = std::make_shared<fleet::FaultGroup>([mps = built.mps] { mps->restart(); });
+      fleet.fault_group = built.fault_group;
       spec.policy.isolate_suspects = true;  // a poison request's fault faults its neighbours too
       spec.resources = built.mps;  // the daemon outlives the workers it serves
     }
@@ -121,7 +122,7 @@ BuiltModel build_model(const ServeConfig& config) {
   return built;
 }
 
-ModelSpec build_diarizer(const ServeConfig& config) {
+ModelSpec build_diarizer(const ServeConfig& config, const BuiltModel& asr) {
   const ModelConfig& m = config.model;
   const DiarizerServing& d = config.diarizer;
   STENO_CHECK(!d.dir.empty(), "no diarizer directory given");
@@ -140,12 +141,21 @@ ModelSpec build_diarizer(const ServeConfig& config) {
   spec.batcher.max_queue_delay = std::chrono::microseconds(static_cast<int64_t>(m.max_queue_delay_ms * 1000.0));
   spec.batcher.max_queue_size = static_cast<size_t>(m.max_queue_size);
   const LongForm long_form{m.long_audio_seconds, m.long_attention};
-  if (d.share == ShareMode::kProcesses) {  // `steno worker` processes loading the diarizer (worker.cc)
+  if (uses_worker_processes(d.share)) {  // `steno worker` processes loading the diarizer (worker.cc)
     fleet::WorkerFleetConfig fleet = worker_fleet(config);
     fleet.workers = d.lanes;
     fleet.command.model_dir = d.dir;
     fleet.command.threads = threads_per_executor(d.lanes, m.threads_per_executor);
     fleet.share_weights = false;
+    if (d.share == ShareMode::kMps) {  // the case study's recipe: 8 clients at 12 % each
+      std::shared_ptr<fleet::MpsDaemon> mps = asr.mps ? asr.mps : open_mps(m);
+      fleet.worker_env = [mps, workers = d.lanes](int worker) { return mps->worker_env(worker, workers); };
+      fleet.restart_group_on_fault = true;
+      fleet.fault_group =
+          asr.fault_group ? asr.fault_group : std::make_shared<fleet::FaultGroup>([mps] { mps->restart(); });
+      spec.policy.isolate_suspects = true;
+      spec.resources = mps;
+    }
     spec.executors = [fleet, name = spec.info.name, version = spec.info.version](prometheus::Registry& registry) {
       return fleet::worker_executors(fleet,
                                      std::make_unique<fleet::FleetMetrics>(registry, name, version, fleet.workers));

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "steno/serve/config.h"
+#include "serve/fleet/fault_group.h"
 #include "serve/fleet/mps.h"
 #include "serve/inference_core.h"
 
@@ -15,14 +16,17 @@ namespace steno::serve {
 struct BuiltModel {
   ModelSpec spec;
   std::shared_ptr<fleet::MpsDaemon> mps;  // share mps: the daemon the workers are clients of
+  std::shared_ptr<fleet::FaultGroup> fault_group;  // share mps: the workers that fault together (the diarizer's too)
 };
 
 // The name clients use for a model: `name`, else the directory's last component.
 std::string served_name(const ModelConfig& model);
 
-// The diarizer of `config.diarizer` (dir set): lanes over one loaded Sortformer model on the transcription model's
-// device and dtype, answering task "diarization"; named after its directory, alias "diarizer".
-ModelSpec build_diarizer(const ServeConfig& config);
+// The diarizer of `config.diarizer` (dir set) on the transcription model's device and dtype, answering task
+// "diarization", named after its directory, alias "diarizer": lanes over one loaded Sortformer model, worker
+// processes, green-context lanes, or MPS clients -- of `asr`'s daemon and fault group when the transcription
+// model runs under MPS too (one daemon per GPU; a fault restarts both fleets as one group), else of its own.
+ModelSpec build_diarizer(const ServeConfig& config, const BuiltModel& asr);
 
 // Throws kUnavailable for a mode this machine cannot run (mps and green need a CUDA device), before anything is
 // loaded; the model's own load errors otherwise.

@@ -79,7 +79,7 @@ class ServerImpl final : public Server {
       core.vad = std::make_shared<const vad::SpeechDetector>(vad::default_vad_dir());
     std::vector<ModelSpec> specs;
     specs.push_back(std::move(model.spec));
-    if (!config_.diarizer.dir.empty()) specs.push_back(build_diarizer(config_));
+    if (!config_.diarizer.dir.empty()) specs.push_back(build_diarizer(config_, model));
     core_ = std::make_unique<InferenceCore>(std::move(specs), core);
     if (mps_)  // after the core: it publishes into the core's registry
       monitor_ = std::make_unique<fleet::MpsMonitor>([mps = mps_] { return mps->status(); }, *core_->registry());

@@ -11,8 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 
 #include "../metrics_text.h"
+#include "serve/fleet/fault_group.h"
 #include "serve/fleet/fleet_metrics.h"
 #include "serve/fleet/worker_executor.h"
 #include "serve/inference_core.h"
@@ -110,6 +112,80 @@ TEST(GroupRestart, NoWorkerStartsAgainUntilTheWholeGroupIsGoneAndRecovered) {
   EXPECT_EQ(alive_at_recovery, 0);    // never with a worker of the faulted group still alive
   EXPECT_EQ(up_at_recovery, 0);
   EXPECT_GE(testing::metric_value(metrics, "steno_worker_restarts_total", {{"reason", "group"}}).value_or(0), 1.0)
+      << metrics;
+}
+
+// Two fleets under one MPS daemon fault as one group (fault_group.h): the transcription model's and the diarizer's,
+// here two models of the bundled ASR. A crash in one takes the other's worker down too; the group's recovery runs
+// with every worker of both gone; both serve again.
+TEST(GroupRestart, TwoFleetsInOneGroupGoDownAndComeBackTogether) {
+  spdlog::set_level(spdlog::level::off);
+  std::mutex mu;
+  std::condition_variable cv;
+  int recoveries = 0, alive_at_recovery = 0;
+  auto group = std::make_shared<fleet::FaultGroup>([&] {
+    std::lock_guard lock(mu);
+    ++recoveries;
+    alive_at_recovery += live_children();
+  });
+  std::vector<ModelSpec> specs;
+  for (const char* name : {"a", "b"}) {
+    fleet::WorkerFleetConfig f;
+    f.workers = 1;
+    f.command.executable = STENO_BINARY;
+    f.command.model_dir = kModelDir;
+    f.command.threads = 1;
+    f.restart_group_on_fault = true;
+    f.fault_group = group;
+    ModelSpec spec;
+    spec.info.name = name;
+    spec.info.max_audio_seconds = 60;
+    spec.batcher.max_batch_size = 1;
+    spec.batcher.max_queue_delay = 0us;
+    spec.policy.restart.backoff_initial = 10ms;
+    spec.executors = [f, name = std::string(name)](prometheus::Registry& registry) {
+      return fleet::worker_executors(f, std::make_unique<fleet::FleetMetrics>(registry, name, "1", f.workers));
+    };
+    specs.push_back(std::move(spec));
+  }
+  CoreConfig config;
+  config.enable_fault_injection = true;
+  InferenceCore core(std::move(specs), config);
+
+  const std::vector<float> pcm =
+      audio::load_audio_file(std::string(STENO_TEST_DATA) + "/testset/espeak/audio/test-0000001.flac").samples;
+  const auto ask = [&](const std::string& model, const std::string& fault) {
+    std::optional<TranscriptionResponse> answer;
+    Submission s;
+    s.id = model + "-" + (fault.empty() ? "plain" : fault);
+    s.model = model;
+    s.audio = PcmAudio{pcm, 16000};
+    s.fault = fault;
+    core.submit(std::move(s), [&](TranscriptionResponse r) {
+      std::lock_guard lock(mu);
+      answer = std::move(r);
+      cv.notify_all();
+    });
+    std::unique_lock lock(mu);
+    cv.wait_for(lock, 120s, [&] { return answer.has_value(); });
+    return answer.value_or(TranscriptionResponse{});
+  };
+  EXPECT_EQ(ask("b", "").transcript.text, "the rent is seven pounds a month");
+  const TranscriptionResponse poisoned = ask("a", "crash");
+  EXPECT_EQ(poisoned.outcome, Outcome::kInternal);
+  // Model b's worker was taken down with a's (its executor finds it a victim), and both came back.
+  const TranscriptionResponse b = ask("b", "");
+  EXPECT_EQ(b.outcome, Outcome::kOk) << b.message;
+  EXPECT_EQ(b.transcript.text, "the rent is seven pounds a month");
+  EXPECT_EQ(ask("a", "").transcript.text, "the rent is seven pounds a month");
+  const std::string metrics = core.render_metrics();
+  core.drain();
+  std::lock_guard lock(mu);
+  EXPECT_GE(recoveries, 1);
+  EXPECT_EQ(alive_at_recovery, 0);  // never with a worker of either fleet alive
+  EXPECT_GE(testing::metric_value(metrics, "steno_worker_restarts_total", {{"model", "b"}, {"reason", "group"}})
+                .value_or(0),
+            1.0)
       << metrics;
 }
 
