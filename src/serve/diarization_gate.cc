@@ -7,11 +7,24 @@
 
 namespace steno::serve {
 
-DiarizationGate::DiarizationGate(std::span<const float> pcm, std::optional<std::vector<vad::SampleRange>> speech)
+namespace {
+
+DiarizationGate::Speech ready(std::optional<std::vector<vad::SampleRange>> speech) {
+  std::promise<std::optional<std::vector<vad::SampleRange>>> p;
+  p.set_value(std::move(speech));
+  return p.get_future().share();
+}
+
+}  // namespace
+
+DiarizationGate::DiarizationGate(std::span<const float> pcm, Speech speech)
     : peaks_((pcm.size() + kEnvelopeSamples - 1) / kEnvelopeSamples, 0.0f), speech_(std::move(speech)) {
   for (size_t i = 0; i < pcm.size(); ++i)
     peaks_[i / kEnvelopeSamples] = std::max(peaks_[i / kEnvelopeSamples], std::abs(pcm[i]));
 }
+
+DiarizationGate::DiarizationGate(std::span<const float> pcm, std::optional<std::vector<vad::SampleRange>> speech)
+    : DiarizationGate(pcm, ready(std::move(speech))) {}
 
 bool DiarizationGate::silent(double start_s, double end_s) const {
   const double per_second = static_cast<double>(kPcmSampleRate) / kEnvelopeSamples;
@@ -23,13 +36,14 @@ bool DiarizationGate::silent(double start_s, double end_s) const {
 }
 
 void DiarizationGate::apply(DiarizationResult& d) const {
+  const std::optional<std::vector<vad::SampleRange>>& speech = speech_.get();  // waits for the VAD, if it runs
   std::vector<SpeakerSegmentResult> kept;
   for (const SpeakerSegmentResult& s : d.segments) {
-    if (!speech_) {
+    if (!speech) {
       if (!silent(s.start, s.end)) kept.push_back(s);
       continue;
     }
-    for (const vad::SampleRange& r : *speech_) {  // the segment's parts inside speech
+    for (const vad::SampleRange& r : *speech) {  // the segment's parts inside speech
       const double start = std::max(s.start, static_cast<double>(r.begin) / kPcmSampleRate);
       const double end = std::min(s.end, static_cast<double>(r.end) / kPcmSampleRate);
       if (end > start && !silent(start, end)) kept.push_back({s.speaker, start, end});

@@ -8,6 +8,7 @@
 // --vad off the model's own answer goes out, as NeMo gives it.
 #pragma once
 
+#include <future>
 #include <optional>
 #include <span>
 #include <vector>
@@ -22,7 +23,12 @@ class DiarizationGate {
   static constexpr double kSilentPeak = 1e-3;  // -60 dBFS
   static constexpr int kEnvelopeSamples = 160;  // 10 ms at 16 kHz
 
-  // `pcm` at 16 kHz is read now (its peak per 10 ms is kept, not the audio); `speech`: the VAD's regions, if it ran.
+  // The VAD's regions, if it ran: found on the submitting thread while the diarizer already runs, so they may come
+  // after the gate is made (apply() waits for them).
+  using Speech = std::shared_future<std::optional<std::vector<vad::SampleRange>>>;
+
+  // `pcm` at 16 kHz is read now (its peak per 10 ms is kept, not the audio).
+  DiarizationGate(std::span<const float> pcm, Speech speech);
   DiarizationGate(std::span<const float> pcm, std::optional<std::vector<vad::SampleRange>> speech);
   void apply(DiarizationResult& d) const;
 
@@ -30,7 +36,7 @@ class DiarizationGate {
   bool silent(double start_s, double end_s) const;
 
   std::vector<float> peaks_;  // per 10 ms
-  std::optional<std::vector<vad::SampleRange>> speech_;
+  Speech speech_;
 };
 
 // `done` with its response's diarization gated.

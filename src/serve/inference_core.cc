@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <exception>
+#include <future>
 
 #include "steno/core/error.h"
 #include "serve/answer_join.h"
@@ -188,13 +190,15 @@ void InferenceCore::submit(Submission s, AnswerFn answer) {
   }
   r->input_ms = ms_between(s.received, Clock::now());
   const bool transcription = m->info.task == "transcription";
-  // The VAD's regions when it applies to a transcription: they cut its audio, and keep its speakers to speech.
-  std::optional<std::vector<vad::SampleRange>> speech;
-  if (transcription && config_.vad &&
-      vad::vad_applies(config_.vad_mode, static_cast<double>(r->pcm.size()) / kPcmSampleRate))
-    speech = config_.vad->regions(r->pcm);
   // With the VAD on (any mode but off): speakers kept to speech (diarization_gate.h), silent pieces not run.
   const bool gate_speakers = config_.vad_mode != vad::VadMode::kOff;
+  // The VAD's regions when it applies to a transcription: they cut its audio, and keep its speakers to speech. Found
+  // below, after the diarization is queued, so that the diarizer runs meanwhile (an hour's VAD takes a second or
+  // more); its gate waits for them.
+  const bool run_vad = transcription && config_.vad &&
+                       vad::vad_applies(config_.vad_mode, static_cast<double>(r->pcm.size()) / kPcmSampleRate);
+  std::promise<std::optional<std::vector<vad::SampleRange>>> speech_found;
+  const DiarizationGate::Speech speech_later = speech_found.get_future().share();
   if (diarizer) {
     // Decoded once; each model's batcher and executors run their own request, side by side. A failure of one does
     // not stop the other (the cancellation flag is the client's): it finishes, and the join answers the failure.
@@ -202,9 +206,18 @@ void InferenceCore::submit(Submission s, AnswerFn answer) {
     r->done = std::move(transcription_done);
     std::unique_ptr<TranscriptionRequest> d = diarization_of(*r, diarizer->info.name);
     d->done = std::move(diarization_done);
-    if (gate_speakers) d->done = gated(std::move(d->done), std::make_shared<DiarizationGate>(d->pcm, speech));
+    if (gate_speakers) d->done = gated(std::move(d->done), std::make_shared<DiarizationGate>(d->pcm, speech_later));
     diarizer->batcher->submit(std::move(d));
   }
+  std::optional<std::vector<vad::SampleRange>> speech;
+  try {
+    if (run_vad) speech = config_.vad->regions(r->pcm);
+  } catch (const std::exception& e) {  // answered, so that a diarization queued beside it is joined and answered
+    speech_found.set_value(std::nullopt);
+    return complete(reject(std::move(r), Outcome::kInternal, fmt::format("voice activity detection failed: {}",
+                                                                           e.what())));
+  }
+  speech_found.set_value(speech);
   r->on_words = std::move(s.on_words);
   if (!transcription && gate_speakers)
     r->done = gated(std::move(r->done), std::make_shared<DiarizationGate>(r->pcm, std::nullopt));
