@@ -83,6 +83,19 @@ stop_server() {
 load() {  # load SERVE_LOAD_ARGS...: a closed-loop sweep against the server running now
   run serve_load --closed-loop --port "$port" --duration-s "$duration" --warmup-s "$warmup" --accept-differing-text "$@"
 }
+pairs() {  # pairs ARM: for each A:D of --shared, ASR and diarization loops at once against the server running now
+  local arm=$1 pair a d asr_pid
+  for pair in $shared; do
+    a=${pair%%:*} d=${pair##*:}
+    load --clip "$work/clip45.wav" --concurrency "$a" --out "$out/$arm-$a-$d-asr.json" \
+      2>"$out/logs/$arm-$a-$d-asr.log" >/dev/null &
+    asr_pid=$!
+    load --route diarizations --clip "$work/clip60.wav" --concurrency "$d" --out "$out/$arm-$a-$d-diar.json" \
+      2>"$out/logs/$arm-$a-$d-diar.log" >/dev/null
+    wait $asr_pid
+    echo "$arm $a:$d done"
+  done
+}
 hour() {  # hour NAME: the hour, speaker-attributed, three times (the first warms the server up)
   local name=$1 i
   for i in 1 2 3; do
@@ -121,16 +134,7 @@ if start_server big --dtype bf16 --model "$work/p06b" --lanes 4 --max-batch 16 -
     tail -1
   load --route diarizations --clip "$work/clip60.wav" --concurrency "$diar_c" --out "$out/diar-alone.json" \
     2>"$out/logs/diar-alone.log" | tail -1
-  for pair in $shared; do
-    a=${pair%%:*} d=${pair##*:}
-    load --clip "$work/clip45.wav" --concurrency "$a" --out "$out/shared-$a-$d-asr.json" \
-      2>"$out/logs/shared-$a-$d-asr.log" >/dev/null &
-    asr_pid=$!
-    load --route diarizations --clip "$work/clip60.wav" --concurrency "$d" --out "$out/shared-$a-$d-diar.json" \
-      2>"$out/logs/shared-$a-$d-diar.log" >/dev/null
-    wait $asr_pid
-    echo "shared $a:$d done"
-  done
+  pairs shared
   stop_server
 else status=1; fi
 
@@ -138,16 +142,7 @@ else status=1; fi
 # one daemon; the same shared pairs.
 if start_server mps --dtype bf16 --model "$work/p06b" --share mps --lanes 4 --max-batch 16 --max-queue-delay-ms 50 \
      --diarizer "$work/diar-v2" --diarizer-share mps --diarizer-lanes 8 --diarizer-max-batch 8; then
-  for pair in $shared; do
-    a=${pair%%:*} d=${pair##*:}
-    load --clip "$work/clip45.wav" --concurrency "$a" --out "$out/mps-$a-$d-asr.json" \
-      2>"$out/logs/mps-$a-$d-asr.log" >/dev/null &
-    asr_pid=$!
-    load --route diarizations --clip "$work/clip60.wav" --concurrency "$d" --out "$out/mps-$a-$d-diar.json" \
-      2>"$out/logs/mps-$a-$d-diar.log" >/dev/null
-    wait $asr_pid
-    echo "mps recipes $a:$d done"
-  done
+  pairs mps
   stop_server
 else status=1; fi
 

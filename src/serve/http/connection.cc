@@ -50,6 +50,19 @@ class ResponseSink : public Responder::Sink {
   uint64_t seq_;
 };
 
+// The status line and the headers every response gets: Server, Content-Type, X-Request-Id, then the handler's.
+template <typename Body>
+void set_head(bhttp::response<Body>& res, const HttpResponse& from, const std::string& server,
+              const std::string& request_id) {
+  res.version(11);
+  res.result(static_cast<unsigned>(from.status));
+  if (res.reason().empty()) res.reason(status_reason(from.status));
+  res.set(bhttp::field::server, server);
+  if (!from.content_type.empty()) res.set(bhttp::field::content_type, from.content_type);
+  if (!request_id.empty()) res.set("X-Request-Id", request_id);
+  for (const auto& [name, value] : from.headers) res.set(name, value);
+}
+
 bool is_disconnect(const error_code& ec) {
   return ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message || ec == net::error::eof ||
          ec == net::error::connection_reset || ec == net::error::broken_pipe ||
@@ -355,13 +368,7 @@ void Connection::write(HttpResponse response, bool close_after) {
   self_.reset();
   const bool close = close_after || response.close || !keep_alive_ || host_.draining;
   auto res = std::make_shared<bhttp::response<bhttp::string_body>>();
-  res->version(11);
-  res->result(static_cast<unsigned>(response.status));
-  if (res->reason().empty()) res->reason(status_reason(response.status));
-  res->set(bhttp::field::server, host_.options.server_header);
-  if (!response.content_type.empty()) res->set(bhttp::field::content_type, response.content_type);
-  if (!request_id_.empty()) res->set("X-Request-Id", request_id_);
-  for (auto& [name, value] : response.headers) res->set(name, value);
+  set_head(*res, response, host_.options.server_header, request_id_);
   res->body() = std::move(response.body);
   res->keep_alive(!close);
   res->prepare_payload();
@@ -386,13 +393,7 @@ void Connection::on_begin(uint64_t seq, HttpResponse head) {
   streaming_ = true;
   state_ = State::kWriting;  // the timer now closes a write that takes too long; the watch read stays
   auto res = std::make_shared<bhttp::response<bhttp::empty_body>>();
-  res->version(11);
-  res->result(static_cast<unsigned>(head.status));
-  if (res->reason().empty()) res->reason(status_reason(head.status));
-  res->set(bhttp::field::server, host_.options.server_header);
-  if (!head.content_type.empty()) res->set(bhttp::field::content_type, head.content_type);
-  if (!request_id_.empty()) res->set("X-Request-Id", request_id_);
-  for (auto& [name, value] : head.headers) res->set(name, value);
+  set_head(*res, head, host_.options.server_header, request_id_);
   res->keep_alive(false);  // the stream ends the connection: no pipelined request waits behind an hour of events
   res->chunked(true);
   auto sr = std::make_shared<bhttp::response_serializer<bhttp::empty_body>>(*res);
