@@ -11,8 +11,8 @@
 # (a) The hour: serve_load --make-clip repeats the conversation to 3600 s (a 16 kHz WAV, 115 MB). Two servers,
 #     each answering POST /v1/audio/transcriptions response_format=diarized_json for it, timed end to end by curl
 #     (upload, decoding, VAD, the ASR's pieces, the streaming diarizer, the join): the bundled models (trained: real
-#     words and speakers), then the 0.6B-shaped ASR (random weights, bf16) with the v2-shaped diarizer (random) --
-#     the server of (b). Peak GPU memory from nvidia-smi, sampled every 100 ms while each server runs.
+#     words and speakers; with the VAD, the default, and with --vad off), then the 0.6B-shaped ASR (random weights,
+#     bf16) with the v2-shaped diarizer (random) -- the server of (b). Peak GPU memory from nvidia-smi, sampled every 100 ms while each server runs.
 # (b) One server holds both: ASR 4 lanes x batch 16 (50 ms delay; the seed arm's), diarizer 2 lanes x batch 64.
 #     asr-alone: serve_load --closed-loop with the 45 s seed clip (SLO mean < 650 ms, p99 < 1000 ms) at each
 #     --asr-concurrency, the diarizer idle; diar-alone: 1-minute clips to /v1/audio/diarizations at each
@@ -120,11 +120,14 @@ print(open(out).read())
 PY
 }
 
-# (a) The bundled models.
-if start_server bundled --dtype bf16 --diarizer models/steno-sortformer-small --lanes 2 --diarizer-lanes 1; then
-  hour bundled || status=1
-  stop_server
-else status=1; fi
+# (a) The bundled models, with the VAD (the default) and without (the whole hour transcribed: the VAD's time apart).
+for vad in auto off; do
+  if start_server "bundled-vad-$vad" --dtype bf16 --diarizer models/steno-sortformer-small --lanes 2 \
+       --diarizer-lanes 1 --vad "$vad"; then
+    hour "bundled-vad-$vad" || status=1
+    stop_server
+  else status=1; fi
+done
 
 # (a) and (b): the 0.6B-shaped ASR and the v2-shaped diarizer in one server.
 if start_server big --dtype bf16 --model "$work/p06b" --lanes 4 --max-batch 16 --max-queue-delay-ms 50 \
