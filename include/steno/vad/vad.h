@@ -32,7 +32,7 @@ std::filesystem::path default_vad_dir();
 //
 // A recording over two minutes is run in segments side by side, up to `threads` (0: the machine's threads), each
 // of at least a minute and primed with the kPrimeSeconds before it (whose probabilities are dropped): the model's
-// LSTM is sequential, and an hour takes ~14 s on one core. Silero's LSTM remembers long, so a segment's
+// LSTM is sequential, and an hour takes ~15 s on one core (docs/vad.md). Silero's LSTM remembers long, so a segment's
 // probabilities come close to one pass's but not equal (tests/vad/segments_test.cc, 5 minutes in 4 segments: 4 of
 // 9,375 chunks on the other side of 0.5, the same 39 regions, boundaries at most one 32 ms chunk apart).
 class SpeechDetector {
