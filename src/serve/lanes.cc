@@ -70,12 +70,14 @@ RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, in
 RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int sms_per_lane) {
   STENO_CHECK(model != nullptr, "green_transcriber_runners needs a model");
   const Device device = model->device();
-  return green_runners(device, sms_per_lane, [model = std::move(model)](ops::Context ctx) -> std::unique_ptr<BatchRunner> {
-    return std::make_unique<TranscriberRunner>(model, std::move(ctx));
-  });
+  return green_runners(device, sms_per_lane,
+                       [model = std::move(model)](ops::Context ctx) -> std::unique_ptr<BatchRunner> {
+                         return std::make_unique<TranscriberRunner>(model, std::move(ctx));
+                       });
 }
 
-RunnerFactory green_runners(Device on, int sms_per_lane, std::function<std::unique_ptr<BatchRunner>(ops::Context)> make) {
+RunnerFactory green_runners(Device on, int sms_per_lane,
+                            std::function<std::unique_ptr<BatchRunner>(ops::Context)> make) {
   if (!steno::cuda::built())
     fail(ErrorCode::kUnavailable, "--share green puts lanes on CUDA green contexts, but this steno was built "
          "without CUDA (configure with -DSTENO_WITH_CUDA=ON on a machine with the CUDA toolkit)");

@@ -75,7 +75,8 @@ RunnerFactory diarizer_runners(std::shared_ptr<const diar::SortformerModel> mode
 // contexts, kInvalidArgument for a CPU model or a bad SM count; a lane's green context is made on its thread.
 RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int sms_per_lane);
 // The same for any runner: lanes on `on`'s green contexts, each runner made by `make` on its lane's context.
-RunnerFactory green_runners(Device on, int sms_per_lane, std::function<std::unique_ptr<BatchRunner>(ops::Context)> make);
+RunnerFactory green_runners(Device on, int sms_per_lane,
+                            std::function<std::unique_ptr<BatchRunner>(ops::Context)> make);
 // The diarizer's runners on green contexts (diarizer_lanes.cc).
 RunnerFactory green_diarizer_runners(std::shared_ptr<const diar::SortformerModel> model, int sms_per_lane,
                                      LongForm long_form = {});

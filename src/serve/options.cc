@@ -138,7 +138,8 @@ Option models_option(const std::string& group) {
   o.help = "The served models together: asr=DIR and diarizer=DIR (the same as --model asr=DIR --model diarizer=DIR; "
            "in the config file an array of those, or of {\"role\", \"dir\"})";
   o.parse = [](ServeConfig& c, std::string_view text) {
-    for (const std::string& item : Codec<std::vector<std::string>>::parse(text, "models")) assign_model(c, item, "models");
+    for (const std::string& item : Codec<std::vector<std::string>>::parse(text, "models"))
+      assign_model(c, item, "models");
   };
   o.from_json = [](ServeConfig& c, const nlohmann::json& v) {
     if (!v.is_array()) fail(ErrorCode::kInvalidArgument, "config: setting 'models' must be an array ({})", v.dump());
@@ -149,8 +150,8 @@ Option models_option(const std::string& group) {
                  m["dir"].is_string() && m.size() == 2) {
         assign_model(c, m["role"].get<std::string>() + "=" + m["dir"].get<std::string>(), "models");
       } else {
-        fail(ErrorCode::kInvalidArgument, "config: a 'models' entry must be \"ROLE=DIR\" or {{\"role\", \"dir\"}}, got {}",
-             m.dump());
+        fail(ErrorCode::kInvalidArgument,
+             "config: a 'models' entry must be \"ROLE=DIR\" or {{\"role\", \"dir\"}}, got {}", m.dump());
       }
     }
   };
@@ -325,7 +326,8 @@ std::vector<Option> make_options() {
                                                   "speakers in transcripts: diarized_json, diarize=true), on the "
                                                   "model's device and dtype (\"\": none)"},
                    STENO_FIELD(diarizer.dir)));
-  t.push_back(bind(diar, {"diarizer-lanes", {}, "N", "The diarizer's executors: lanes or worker processes"}, STENO_FIELD(diarizer.lanes)));
+  t.push_back(bind(diar, {"diarizer-lanes", {}, "N", "The diarizer's executors: lanes or worker processes"},
+                   STENO_FIELD(diarizer.lanes)));
   t.push_back(bind(diar, {"diarizer-max-batch", {}, "N", "The diarizer's largest batch"},
                    STENO_FIELD(diarizer.max_batch)));
   t.push_back(bind(diar, {"diarizer-share", {}, "MODE", "How the diarizer's executors share the device: lanes, "

@@ -36,8 +36,9 @@ class PiecewiseRun : public std::enable_shared_from_this<PiecewiseRun> {
         std::lock_guard lock(mu_);
         if (stopped() || next_ >= pieces_.size() || in_flight_ >= window_) break;
         const asr::AudioPiece& span = pieces_[next_];
+        const auto audio = std::span<const float>(whole_->pcm).subspan(span.begin, span.end - span.begin);
         ++in_flight_;
-        if (skip_silent_ && asr::is_silent(std::span<const float>(whole_->pcm).subspan(span.begin, span.end - span.begin)))
+        if (skip_silent_ && asr::is_silent(audio))
           silent = next_++;
         else
           piece = make_piece(next_++);

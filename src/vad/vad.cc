@@ -70,7 +70,8 @@ std::vector<float> SpeechDetector::probabilities(std::span<const float> pcm) con
   for (int64_t s = 0; s < segments; ++s)
     workers.emplace_back([&, s] {
       try {
-        const int64_t first = s * size, last = std::min(chunks, first + size), from = std::max<int64_t>(0, first - prime);
+        const int64_t first = s * size, last = std::min(chunks, first + size);
+        const int64_t from = std::max<int64_t>(0, first - prime);  // primed on the seconds before
         std::vector<float> probs(static_cast<size_t>(last - from));
         ops::Context ctx = ops::Context::cpu(1);
         model_.speech_probabilities(ctx, pcm, from, last - from, probs.data());

@@ -103,7 +103,8 @@ TEST(DiarizeCli, StreamingGivesTheSegmentsOfNeMosStreamingProbabilities) {
     params += fmt::format(" --streaming-param {}={}", f, cfg[f].get<int>());
   int code = 0;
   const std::string diarizer = (kPrepared / "sortformer-tiny").string();
-  const std::string out = steno("diarize --vad off --diarizer " + diarizer + params + " " + (kRef / "conv2.wav").string(), &code);
+  const std::string out =
+      steno("diarize --vad off --diarizer " + diarizer + params + " " + (kRef / "conv2.wav").string(), &code);
   ASSERT_EQ(code, 0) << out;
   const std::vector<float> probs = golden.floats("small.clip2.preds");
   std::multiset<std::string> want;
@@ -191,8 +192,9 @@ TEST(DiarizeCli, DerScoresRttmFiles) {
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("TOTAL                    DER   0.00 %"), std::string::npos) << out;
 
-  out = steno("diarize --vad off --diarizer " + (kPrepared / "sortformer-tiny").string() + " " + (kRef / "conv0.wav").string() +
-                  " " + (kRef / "conv1.wav").string() + " > " + (dir / "hyp.rttm").string(),
+  out = steno("diarize --vad off --diarizer " + (kPrepared / "sortformer-tiny").string() + " " +
+                  (kRef / "conv0.wav").string() + " " + (kRef / "conv1.wav").string() + " > " +
+                  (dir / "hyp.rttm").string(),
               &code);
   ASSERT_EQ(code, 0) << out;
   out = steno("der -f json --collar 0.25 " + (dir / "ref.rttm").string() + " " + (dir / "hyp.rttm").string(), &code);

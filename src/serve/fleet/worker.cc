@@ -175,12 +175,13 @@ int run_worker(const WorkerOptions& options) {
   // A diarization model's worker serves diarizations (its weights are its own: --share-weights is for ASR models).
   WorkerWeights weights;
   std::unique_ptr<BatchRunner> runner;
+  const LongForm long_form{options.long_audio_seconds, options.long_attention};
   if (asr::model_type_of(options.model_dir) == "sortformer") {
     auto model = diar::SortformerModel::load(options.model_dir, {options.device, options.dtype});
-    runner = diarizer_runners(std::move(model), options.threads, options.gemm, LongForm{options.long_audio_seconds, options.long_attention})(options.index);
+    runner = diarizer_runners(std::move(model), options.threads, options.gemm, long_form)(options.index);
   } else {
     weights = load_worker_model(options.model_dir, overrides, options.weights, options.index);
-    runner = transcriber_runners(weights.model, options.threads, options.gemm, LongForm{options.long_audio_seconds, options.long_attention})(options.index);
+    runner = transcriber_runners(weights.model, options.threads, options.gemm, long_form)(options.index);
   }
 
   Hello hello;
