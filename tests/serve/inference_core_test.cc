@@ -6,15 +6,13 @@
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
-#include <filesystem>
-#include <fstream>
 #include <future>
 #include <mutex>
 #include <thread>
 
 #include "../error_util.h"
 #include "metrics_text.h"
-#include "steno/audio/decode.h"
+#include "testset_clips.h"
 #include "steno/core/error.h"
 #include "serve/inference_core.h"
 #include "serve/lanes.h"
@@ -22,16 +20,12 @@
 namespace steno::serve {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using testing::metric_value;
 
 constexpr const char* kModelName = "steno-tdt-small-en";
 
-struct Clip {
-  std::vector<float> pcm;
-  std::string reference;  // reference_transcripts.tsv: what `steno transcribe` prints (tests/engine checks that)
-};
+using testing::Clip;
 
 // Every response, by request index; counts how often each request was answered.
 class Responses {
@@ -77,13 +71,7 @@ class InferenceCoreTest : public ::testing::Test {
   static void SetUpTestSuite() {
     spdlog::set_level(spdlog::level::warn);  // one info line per request would drown the test output
     model_ = asr::AsrModel::load(std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en");
-    const fs::path dir = fs::path(STENO_TEST_DATA) / "testset" / "espeak";
-    std::ifstream tsv(dir / "reference_transcripts.tsv");
-    for (std::string line; std::getline(tsv, line);) {
-      const size_t tab = line.find('\t');
-      if (tab == std::string::npos) continue;
-      clips_.push_back({audio::load_audio_file((dir / line.substr(0, tab)).string()).samples, line.substr(tab + 1)});
-    }
+    clips_ = testing::testset_clips();
   }
   static void TearDownTestSuite() {
     model_.reset();

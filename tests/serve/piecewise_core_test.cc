@@ -5,20 +5,17 @@
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
-#include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <thread>
 
 #include "asr/wer.h"
 #include "serve/inference_core.h"
 #include "serve/lanes.h"
-#include "steno/audio/decode.h"
+#include "testset_clips.h"
 
 namespace steno::serve {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 // What one long submission got: its stretches of words as they came, then its answer.
@@ -41,15 +38,10 @@ class PiecewiseCoreTest : public ::testing::Test {
     spdlog::set_level(spdlog::level::warn);
     model_ = asr::AsrModel::load(std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en");
     // The test set's clips end to end with half a second of silence between them: about two minutes of speech.
-    const fs::path dir = fs::path(STENO_TEST_DATA) / "testset" / "espeak";
-    std::ifstream tsv(dir / "reference_transcripts.tsv");
-    for (std::string line; std::getline(tsv, line);) {
-      const size_t tab = line.find('\t');
-      if (tab == std::string::npos) continue;
-      const std::vector<float> clip = audio::load_audio_file((dir / line.substr(0, tab)).string()).samples;
-      long_pcm_.insert(long_pcm_.end(), clip.begin(), clip.end());
+    for (const testing::Clip& clip : testing::testset_clips()) {
+      long_pcm_.insert(long_pcm_.end(), clip.pcm.begin(), clip.pcm.end());
       long_pcm_.insert(long_pcm_.end(), 8000, 0.0f);
-      reference_ += (reference_.empty() ? "" : " ") + line.substr(tab + 1);
+      reference_ += (reference_.empty() ? "" : " ") + clip.reference;
     }
   }
   static void TearDownTestSuite() {

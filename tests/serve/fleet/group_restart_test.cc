@@ -46,6 +46,31 @@ int live_children() {
   return n;
 }
 
+// Worker processes of the bundled model that restart as a group after a fault (the recovery or group set after).
+fleet::WorkerFleetConfig group_workers(int workers) {
+  fleet::WorkerFleetConfig f;
+  f.workers = workers;
+  f.command.executable = STENO_BINARY;
+  f.command.model_dir = kModelDir;
+  f.command.threads = 1;
+  f.restart_group_on_fault = true;
+  return f;
+}
+
+// A model served by `f`'s workers a request at a time, restarted without delay.
+ModelSpec worker_model(const std::string& name, const fleet::WorkerFleetConfig& f) {
+  ModelSpec spec;
+  spec.info.name = name;
+  spec.info.max_audio_seconds = 60;
+  spec.batcher.max_batch_size = 1;
+  spec.batcher.max_queue_delay = 0us;
+  spec.policy.restart.backoff_initial = 10ms;
+  spec.executors = [f, name](prometheus::Registry& registry) {
+    return fleet::worker_executors(f, std::make_unique<fleet::FleetMetrics>(registry, name, "1", f.workers));
+  };
+  return spec;
+}
+
 TEST(GroupRestart, NoWorkerStartsAgainUntilTheWholeGroupIsGoneAndRecovered) {
   spdlog::set_level(spdlog::level::off);  // the crashes' error lines are expected
   std::mutex mu;
@@ -54,12 +79,7 @@ TEST(GroupRestart, NoWorkerStartsAgainUntilTheWholeGroupIsGoneAndRecovered) {
   double up_at_recovery = 0;
   InferenceCore* serving = nullptr;  // set once the core is built; the hook runs only after a fault
 
-  fleet::WorkerFleetConfig f;
-  f.workers = 2;
-  f.command.executable = STENO_BINARY;
-  f.command.model_dir = kModelDir;
-  f.command.threads = 1;
-  f.restart_group_on_fault = true;
+  fleet::WorkerFleetConfig f = group_workers(2);
   f.recover_group = [&] {
     std::lock_guard lock(mu);
     ++recoveries;
@@ -67,18 +87,9 @@ TEST(GroupRestart, NoWorkerStartsAgainUntilTheWholeGroupIsGoneAndRecovered) {
     // ... and seen gone by its executor: none counted up (the victims' executors notice at their own pace).
     up_at_recovery += testing::metric_value(serving->render_metrics(), "steno_workers_up", {}).value_or(-1);
   };
-  ModelSpec spec;
-  spec.info.name = "m";
-  spec.info.max_audio_seconds = 60;
-  spec.batcher.max_batch_size = 1;
-  spec.batcher.max_queue_delay = 0us;
-  spec.policy.restart.backoff_initial = 10ms;
-  spec.executors = [f](prometheus::Registry& registry) {
-    return fleet::worker_executors(f, std::make_unique<fleet::FleetMetrics>(registry, "m", "1", f.workers));
-  };
   CoreConfig config;
   config.enable_fault_injection = true;
-  InferenceCore core({spec}, config);
+  InferenceCore core({worker_model("m", f)}, config);
   serving = &core;
 
   const std::vector<float> pcm =
@@ -130,23 +141,9 @@ TEST(GroupRestart, TwoFleetsInOneGroupGoDownAndComeBackTogether) {
   });
   std::vector<ModelSpec> specs;
   for (const char* name : {"a", "b"}) {
-    fleet::WorkerFleetConfig f;
-    f.workers = 1;
-    f.command.executable = STENO_BINARY;
-    f.command.model_dir = kModelDir;
-    f.command.threads = 1;
-    f.restart_group_on_fault = true;
+    fleet::WorkerFleetConfig f = group_workers(1);
     f.fault_group = group;
-    ModelSpec spec;
-    spec.info.name = name;
-    spec.info.max_audio_seconds = 60;
-    spec.batcher.max_batch_size = 1;
-    spec.batcher.max_queue_delay = 0us;
-    spec.policy.restart.backoff_initial = 10ms;
-    spec.executors = [f, name = std::string(name)](prometheus::Registry& registry) {
-      return fleet::worker_executors(f, std::make_unique<fleet::FleetMetrics>(registry, name, "1", f.workers));
-    };
-    specs.push_back(std::move(spec));
+    specs.push_back(worker_model(name, f));
   }
   CoreConfig config;
   config.enable_fault_injection = true;
