@@ -3,7 +3,7 @@
 # server; (b) the two-service arm: ASR `seed` traffic and diarization of 1-minute clips, each alone and both
 # sharing the GPU in one server.
 #   bench/run_gpu_consult.sh [OUT] [--asr-concurrency "64 100 128 160"] [--diar-concurrency "128 192 256"]
-#                            [--shared "16:16 32:32 48:48 64:64 96:96"] [--duration-s 10] [--warmup-s 3]
+#                            [--shared "32:64 48:96 64:96 64:128 96:128"] [--duration-s 10] [--warmup-s 3]
 # Carried: the package (STENO_GPU_PROGRAMS="steno serve_load" STENO_GPU_TESTDATA=none scripts/package-gpu.sh) and
 # a two-speaker conversation as gpu-pkg/conv/audio/conv.flac (bench/make_long_conversation.py 300 ..., flac);
 # run there from the repository root after `mkdir -p /tmp/steno && tar xf gpu-pkg/steno-gpu.tar.xz -C /tmp/steno`.
@@ -27,7 +27,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/steno-consult}
 if [ $# -gt 0 ] && [[ $1 != --* ]]; then out=$1; shift; fi
-asr_c="64 100 128 160" diar_c="128 192 256" shared="16:16 32:32 48:48 64:64 96:96" duration=10 warmup=3
+asr_c="64 100 128 160" diar_c="128 192 256" shared="32:64 48:96 64:96 64:128 96:128" duration=10 warmup=3
 while [ $# -gt 0 ]; do
   case $1 in
     --asr-concurrency) asr_c=$2; shift 2 ;;
@@ -54,6 +54,15 @@ run steno model random --like configs/parakeet-tdt-0.6b-v2.json --out "$work/p06
   >"$out/logs/model-asr.log" 2>&1 || { tail "$out/logs/model-asr.log"; exit 1; }
 run steno model random --like configs/sortformer-4spk-v2.json --out "$work/diar-v2" --seed 1 --dtype bf16 \
   >"$out/logs/model-diar.log" 2>&1 || { tail "$out/logs/model-diar.log"; exit 1; }
+
+# The diarizer's share of (a): the v2-shaped diarizer alone streaming the hour, at the server's operating point
+# (30.4 s: 27.2 s chunks) and with 80 s chunks (chunk_len 1000); wall time (model load included) by measure_run.py.
+for chunk in 340 1000; do
+  timeout --kill-after=10 120 python3 bench/measure_run.py "$out/hour-diarize-v2-chunk$chunk.json" -- \
+    "$pkg/run.sh" steno diarize --device cuda --dtype bf16 --diarizer "$work/diar-v2" --streaming 30.4s \
+    --streaming-param chunk_len=$chunk -f json "$work/hour.wav" >/dev/null 2>"$out/logs/hour-diarize-v2-$chunk.log" ||
+    { echo "diarize chunk $chunk FAILED"; status=1; }
+done
 
 server= sampler= port=
 start_server() {  # start_server NAME ARGS...: the server and a GPU memory sampler; sets port
@@ -99,10 +108,12 @@ pairs() {  # pairs ARM: for each A:D of --shared, ASR and diarization loops at o
 hour() {  # hour NAME: the hour, speaker-attributed, three times (the first warms the server up)
   local name=$1 i
   for i in 1 2 3; do
-    curl -sS -o "$work/hour-answer.json" -w '{"http_code": %{http_code}, "total_s": %{time_total}, "upload_s": %{time_pretransfer}}\n' \
+    curl -sS --max-time 120 -o "$work/hour-answer.json" -w '{"http_code": %{http_code}, "total_s": %{time_total}, "upload_s": %{time_pretransfer}}\n' \
       -F file=@"$work/hour.wav" -F response_format=diarized_json "http://127.0.0.1:$port/v1/audio/transcriptions" \
       >>"$out/hour-$name-runs.jsonl"
   done
+  # Where the three runs' time went: each model's KServe statistics (queue, compute; cumulative).
+  curl -sS "http://127.0.0.1:$port/v2/models/stats" >"$out/hour-$name-stats.json"
   python3 - "$work/hour-answer.json" "$out/hour-$name-runs.jsonl" "$out/logs/gpu-memory-$name.txt" \
     "$out/hour-$name.json" "$name" <<'PY'
 import json, sys
@@ -179,6 +190,14 @@ for f in sorted(os.listdir(out)):
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=1)
 print(json.dumps({k: summary[k] for k in ("asr_alone_best", "diar_alone_best", "headline_shared", "headline_mps")},
                  indent=1))
+for k, v in summary.items():  # the hour's figures in the console too
+    if k.endswith("-stats"):
+        print(k, [(m.get("name"), m.get("inference_count"), m.get("execution_count"),
+                   {s: round(m.get("inference_stats", {}).get(s, {}).get("ns", 0) / 1e9, 3)
+                    for s in ("success", "queue", "compute_infer")}) for m in v.get("model_stats", [])])
+    elif k.startswith("hour-"):
+        print(k, {f: v.get(f) for f in ("seconds_after_warmup", "peak_gpu_memory_mib", "words", "speakers",
+                                        "wall_seconds", "peak_gpu_mb", "exit_code")})
 PY
 (cd "$out" && tar -czf results.tar.gz --remove-files -- *.json *.jsonl *.txt logs 2>/dev/null)
 rm -rf "$work"

@@ -293,7 +293,7 @@ Run add_transcribe_command(CLI::App& app) {
   opt->diarizer.add_to(cmd);
   cmd->add_option("--vad", opt->vad,
                   "Voice activity detection: transcribe only the speech (Silero VAD; docs/vad.md): off, on, or auto "
-                  "(recordings over 30 s)")
+                  "(recordings over 2 minutes)")
       ->check(CLI::IsMember({"off", "on", "auto"}));
   return [opt] { return run_transcribe(*opt); };
 }

@@ -127,7 +127,8 @@ void validate(const ServeConfig& c) {
               c.max_upload_mb);
   STENO_CHECK(c.upload_buffer_mb >= 1, "upload_buffer_mb must be >= 1 (an upload's start is judged from memory), "
               "got {}", c.upload_buffer_mb);
-  STENO_CHECK(c.io_threads >= 1 && c.worker_threads >= 1, "io_threads and worker_threads must be >= 1");
+  STENO_CHECK(c.io_threads >= 1 && c.worker_threads >= 0, "io_threads must be >= 1 and worker_threads >= 0 (0: "
+              "half the machine's threads)");
   STENO_CHECK(c.read_timeout_s > 0 && c.idle_timeout_s > 0 && c.drain_timeout_s >= 0,
               "read_timeout_s and idle_timeout_s must be > 0, drain_timeout_s >= 0");
   validate_model(c.model, c.enable_fault_injection);

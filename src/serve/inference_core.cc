@@ -141,6 +141,7 @@ InferenceCore::InferenceCore(std::vector<ModelSpec> models, CoreConfig config)
                  info.executors, info.share, info.device, info.max_batch_size, info.max_queue_delay_us,
                  spec.batcher.spread_over_idle_executors ? ", batches spread over the idle executors" : "");
   }
+  if (config_.vad) vad_pool_ = std::make_unique<WorkPool>(kVadJobs);
   accepting_ = true;
 }
 
@@ -209,33 +210,62 @@ void InferenceCore::submit(Submission s, AnswerFn answer) {
     if (gate_speakers) d->done = gated(std::move(d->done), std::make_shared<DiarizationGate>(d->pcm, speech_later));
     diarizer->batcher->submit(std::move(d));
   }
-  std::optional<std::vector<vad::SampleRange>> speech;
-  try {
-    if (run_vad) speech = config_.vad->regions(r->pcm);
-  } catch (const std::exception& e) {  // answered, so that a diarization queued beside it is joined and answered
-    speech_found.set_value(std::nullopt);
-    return complete(reject(std::move(r), Outcome::kInternal, fmt::format("voice activity detection failed: {}",
-                                                                           e.what())));
-  }
-  speech_found.set_value(speech);
   r->on_words = std::move(s.on_words);
   if (!transcription && gate_speakers)
     r->done = gated(std::move(r->done), std::make_shared<DiarizationGate>(r->pcm, std::nullopt));
-  if (transcription) {
+  if (!run_vad) {
+    speech_found.set_value(std::nullopt);
+    return queue(*m, std::move(r), std::nullopt, gate_speakers);
+  }
+  // The VAD on a pool of its own: a front end's thread is free for the next request meanwhile.
+  struct VadJob {
+    std::unique_ptr<TranscriptionRequest> request;
+    std::promise<std::optional<std::vector<vad::SampleRange>>> speech_found;
+  };
+  auto job = std::make_shared<VadJob>(VadJob{std::move(r), std::move(speech_found)});
+  std::unique_lock lock(vad_mu_);
+  if (!vad_pool_) {  // drain() has begun since the check above
+    lock.unlock();
+    job->speech_found.set_value(std::nullopt);
+    return complete(reject(std::move(job->request), Outcome::kShuttingDown, "server is shutting down"));
+  }
+  vad_pool_->post([this, m, job, gate_speakers] {
+    std::optional<std::vector<vad::SampleRange>> speech;
+    try {  // a client gone meanwhile costs no VAD: the batcher answers its request as cancelled
+      if (!job->request->cancelled->load()) speech = config_.vad->regions(job->request->pcm);
+    } catch (const std::exception& e) {  // answered, so that a diarization queued beside it is joined and answered
+      job->speech_found.set_value(std::nullopt);
+      return RequestCompleter(m->stats)(reject(std::move(job->request), Outcome::kInternal,
+                                               fmt::format("voice activity detection failed: {}", e.what())));
+    }
+    job->speech_found.set_value(speech);
+    queue(*m, std::move(job->request), speech, gate_speakers);
+  });
+}
+
+void InferenceCore::queue(ServedModel& m, std::unique_ptr<TranscriptionRequest> r,
+                          const std::optional<std::vector<vad::SampleRange>>& speech, bool gate_speakers) {
+  if (m.info.task == "transcription") {
     if (speech) cut_to_speech(*r, *speech);
-    if (runs_in_pieces(*r, m->info.piece_seconds))
-      return run_in_pieces(std::move(r), *m->batcher, complete,
-                           piece_settings(m->info, m->batcher->config().default_priority_level, gate_speakers),
+    if (runs_in_pieces(*r, m.info.piece_seconds))
+      return run_in_pieces(std::move(r), *m.batcher, RequestCompleter(m.stats),
+                           piece_settings(m.info, m.batcher->config().default_priority_level, gate_speakers),
                            piecewise_);
   }
   if (r->on_words) words_before_answer(*r);
-  m->batcher->submit(std::move(r));  // also refuses once drain() has shut it down
+  m.batcher->submit(std::move(r));  // also refuses once drain() has shut it down
 }
 
 void InferenceCore::drain() {
   std::lock_guard lock(drain_mu_);
   if (drained_) return;
   accepting_ = false;
+  std::unique_ptr<WorkPool> vad_pool;
+  {
+    std::lock_guard lock(vad_mu_);
+    vad_pool = std::move(vad_pool_);
+  }
+  vad_pool.reset();  // the VADs under way finish and queue their requests, while the batchers still take them
   piecewise_.stop_and_wait();  // long requests stop at a piece boundary, while the batchers still take pieces
   // Every batcher stops taking work first, then each model's executors finish what is queued and running.
   for (const auto& m : registry_.all()) m->batcher->shutdown();

@@ -3,8 +3,9 @@
 // (service.h).
 //
 // A submission's path: its model is resolved (name or alias), its fault tag read (tests only), its audio decoded
-// and checked against the model's limits on the caller's thread, then it is queued in the model's batcher; an
-// executor of the model's pool runs it in a batch; a RequestCompleter records, logs and answers it. A request
+// and checked against the model's limits on the caller's thread (a long transcription's speech then found by the
+// VAD on the core's own threads), then it is queued in the model's batcher; an executor of the model's pool runs
+// it in a batch; a RequestCompleter records, logs and answers it. A request
 // refused anywhere on the way is answered through the same completer, so every failure a client sees is counted
 // once, the same way, whatever the protocol.
 #pragma once
@@ -24,6 +25,7 @@
 #include "serve/piecewise.h"
 #include "steno/serve/service.h"
 #include "serve/statistics.h"
+#include "serve/work_pool.h"
 #include "steno/vad/vad.h"
 
 namespace prometheus {
@@ -77,10 +79,21 @@ class InferenceCore final : public TranscriptionService {
   const std::shared_ptr<prometheus::Registry>& registry() const { return stats_.registry(); }
 
  private:
+  // Recordings whose VAD runs at once; each runs in segments over the machine's threads (vad.h), so two keep the
+  // CPU busy while one finishes.
+  static constexpr int kVadJobs = 2;
+
+  // The rest of a submission once its audio is decoded and its speech found (nullopt: no VAD): a transcription cut
+  // to its speech and run whole or in pieces, or any request queued in its model's batcher.
+  void queue(ServedModel& m, std::unique_ptr<TranscriptionRequest> r,
+             const std::optional<std::vector<vad::SampleRange>>& speech, bool gate_speakers);
+
   CoreConfig config_;
   ServeStatistics stats_;
   ModelRegistry registry_;  // fixed after construction: read without a lock
   PiecewiseRuns piecewise_;  // long transcriptions running as pieces
+  std::mutex vad_mu_;
+  std::unique_ptr<WorkPool> vad_pool_;  // null without a VAD and once drain() has begun
   std::atomic<bool> accepting_{false};
   std::mutex drain_mu_;  // one drain at a time; later ones wait for it
   bool drained_ = false;

@@ -220,7 +220,8 @@ std::vector<Option> make_options() {
   t.push_back(bind(net, {"upload-dir", {}, "DIR", "Where uploads are spooled (\"\": $TMPDIR, else /tmp)"},
                    STENO_FIELD(upload_dir)));
   t.push_back(bind(net, {"io-threads", {}, "N", "HTTP I/O threads"}, STENO_FIELD(io_threads)));
-  t.push_back(bind(net, {"worker-threads", {}, "N", "Threads parsing requests and decoding their audio, per front end"},
+  t.push_back(bind(net, {"worker-threads", {}, "N", "Threads parsing requests and decoding their audio, per front "
+                                                    "end (0: half the machine's threads, at least 2)"},
                    STENO_FIELD(worker_threads)));
   t.push_back(bind(net, {"read-timeout-s", {}, "S", "A request must arrive whole within this many seconds of its first "
                                                      "byte (else 408)"},
@@ -256,7 +257,7 @@ std::vector<Option> make_options() {
                    STENO_FIELD(model.max_audio_seconds)));
   t.push_back(bind(model, {"vad", {}, "MODE", "Voice activity detection (Silero VAD): transcribe only the speech, so "
                                                "silence and noise cost nothing and give no words; off, on, or auto "
-                                               "(audio over 30 s)"},
+                                               "(audio over 2 minutes)"},
                    STENO_FIELD(model.vad)));
   t.push_back(bind(model, {"long-audio-seconds", {}, "S", "Audio longer than this runs in linear-cost long-form modes: "
                                                           "the ASR with local attention, the diarizer streaming"},

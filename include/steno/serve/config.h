@@ -95,7 +95,7 @@ struct ServeConfig {
   double upload_buffer_mb = 32;    // an upload past this goes to an unnamed temporary file
   std::string upload_dir;          // where ("" = $TMPDIR, else /tmp)
   int io_threads = 2;
-  int worker_threads = 2;
+  int worker_threads = 0;          // 0: half the machine's threads, at least 2 (worker_threads_for())
   double read_timeout_s = 30;
   double idle_timeout_s = 60;
   double drain_timeout_s = 30;

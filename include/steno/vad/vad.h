@@ -14,10 +14,12 @@
 
 namespace steno::vad {
 
-// kAuto: only recordings longer than kAutoMinSeconds, where long silences are likely and the VAD's cost (about
-// 1 % of the ASR's on the CPU) is surely paid back; a short clip is transcribed whole, as before.
+// kAuto: only recordings longer than kAutoMinSeconds (consultations, meetings), where long silences are likely and
+// the VAD's cost is surely paid back; a shorter clip is transcribed whole, as before. The VAD runs on the CPU at
+// about 250x real time a core: ~1 % of the ASR's time on the CPU, but more than the ASR's own on a GPU, where a
+// server of 45 s requests would spend ~25 cores on it (bench/results/h200-consult): hence minutes, not seconds.
 enum class VadMode { kOff, kOn, kAuto };
-inline constexpr double kAutoMinSeconds = 30;
+inline constexpr double kAutoMinSeconds = 120;
 
 VadMode parse_vad_mode(std::string_view s);  // "off" | "on" | "auto"; kInvalidArgument otherwise
 const char* vad_mode_name(VadMode m);

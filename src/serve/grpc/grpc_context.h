@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "serve/frontend/work_pool.h"
+#include "serve/work_pool.h"
 #include "serve/grpc/server.h"
 
 namespace steno::serve::rpc {

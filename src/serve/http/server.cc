@@ -11,7 +11,7 @@
 #include "listener.h"
 #include "openai_api.h"
 #include "serve/frontend/api_key.h"
-#include "serve/frontend/work_pool.h"
+#include "serve/work_pool.h"
 
 namespace steno::serve::http {
 namespace {

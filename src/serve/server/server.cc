@@ -4,7 +4,10 @@
 #include <spdlog/spdlog.h>
 
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <future>
+#include <thread>
 
 #include "model_executors.h"
 #include "steno/core/error.h"
@@ -21,12 +24,20 @@ std::chrono::milliseconds seconds_to_ms(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
 }
 
+// A front end's threads parsing requests and decoding audio: what a GPU server's throughput of short requests
+// is bounded by (a 1-minute WAV takes ~3 ms), so on a machine of many cores more than the two that suffice on a
+// small one. Idle, they cost nothing.
+int worker_threads_for(const ServeConfig& c) {
+  if (c.worker_threads > 0) return c.worker_threads;
+  return std::max(2, static_cast<int>(std::thread::hardware_concurrency()) / 2);
+}
+
 http::ServerOptions http_options(const ServeConfig& c) {
   http::ServerOptions o;
   o.host = c.host;
   o.port = static_cast<uint16_t>(c.port);
   o.io_threads = c.io_threads;
-  o.worker_threads = c.worker_threads;
+  o.worker_threads = worker_threads_for(c);
   o.max_body_bytes = static_cast<size_t>(c.max_body_mb * 1024 * 1024);
   o.max_upload_bytes = static_cast<size_t>(c.max_upload_mb * 1024 * 1024);
   o.upload_buffer_bytes = static_cast<size_t>(c.upload_buffer_mb * 1024 * 1024);
@@ -42,7 +53,7 @@ rpc::GrpcServerOptions grpc_options(const ServeConfig& c) {
   rpc::GrpcServerOptions o;
   o.host = c.host;
   o.port = static_cast<uint16_t>(c.grpc_port);
-  o.worker_threads = c.worker_threads;
+  o.worker_threads = worker_threads_for(c);
   o.max_message_bytes = static_cast<size_t>(c.max_body_mb * 1024 * 1024);  // gRPC holds a message whole
   o.api_key = c.api_key;
   o.drain_timeout = seconds_to_ms(c.drain_timeout_s);

@@ -1,4 +1,4 @@
-#include "serve/frontend/work_pool.h"
+#include "serve/work_pool.h"
 
 #include <algorithm>
 

@@ -1,6 +1,7 @@
-// A few threads that run handlers which parse large bodies or decode audio, so that this CPU work never stalls
-// a front end's I/O threads (HTTP) or its RPC callback threads (gRPC), and with them every other connection,
-// health probes included.
+// A few threads that run CPU work posted to them in order: the front ends' handlers that parse large bodies or
+// decode audio, so that this work never stalls their I/O threads (HTTP) or RPC callback threads (gRPC), and with
+// them every other connection, health probes included; and the inference core's voice activity detection, so that
+// an hour's VAD never holds a front end's thread.
 #pragma once
 
 #include <condition_variable>
