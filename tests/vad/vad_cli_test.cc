@@ -1,8 +1,7 @@
 // `steno transcribe` with the VAD, as a user runs it (the real binary, the bundled model): 1,190 s of digital
 // silence gives an empty transcript (without the VAD it became a long invented sentence), the same over HTTP from
-// `steno serve` (its default --vad auto), and
-// test-set clips with silence around them give the words they give alone (at most one differs: see below), at
-// times shifted by the silence.
+// `steno serve` (its default --vad auto), whose VAD holds no front-end thread, and test-set clips with silence
+// around them give the words they give alone (at most one differs: see below), at times shifted by the silence.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -87,6 +86,31 @@ TEST_F(VadCli, SilenceUploadedToTheServerGivesAnEmptyTranscript) {
   ASSERT_FALSE(answer.is_discarded()) << out.substr(0, 500);
   EXPECT_EQ(answer.value("text", "?"), "") << out.substr(0, 500);
   EXPECT_NEAR(answer.value("duration", 0.0), 1190.0, 1e-3);
+  EXPECT_TRUE(server.stop()) << "the server did not exit after SIGTERM";
+}
+
+// The VAD runs on the core's own threads: with one front-end worker thread, a short request sent while an upload's
+// VAD runs (1,190 s: seconds on two cores) is answered first. When the VAD ran on the front end's thread, the
+// short one waited for it and came back after the long one.
+TEST_F(VadCli, AShortRequestIsNotHeldBehindALongUploadsVad) {
+  const fs::path silence = tmp_ / "silence.wav";
+  write_wav(silence, std::vector<float>(static_cast<size_t>(1190) * kRate, 0.0f));
+  testing::ServeProcess server("--worker-threads 1");
+  ASSERT_GT(server.port(), 0) << server.log();
+  const std::string post =
+      "curl -s -o /dev/null -w '%{http_code}' " + server.url() + "/v1/audio/transcriptions -F file=@";
+  const std::string clip = std::string(STENO_SOURCE_DIR) + "/tests/data/testset/espeak/audio/test-0000005.flac";
+  const fs::path done = tmp_ / "done";  // one line per answer, in the order they came back
+  const std::string script = "(" + post + silence.string() + "; echo ' long') >> " + done.string() +
+                             " & sleep 0.5; (" + post + clip + "; echo ' short') >> " + done.string() + "; wait";
+  int code = -1;
+  testing::run("bash -c \"" + script + "\"", &code);
+  std::ifstream in(done);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u) << server.log();
+  EXPECT_EQ(lines[0], "200 short");
+  EXPECT_EQ(lines[1], "200 long");
   EXPECT_TRUE(server.stop()) << "the server did not exit after SIGTERM";
 }
 
