@@ -4,6 +4,7 @@
 # sharing the GPU in one server.
 #   bench/run_gpu_consult.sh [OUT] [--asr-concurrency "64 100 128 160"] [--diar-concurrency "128 192 256"]
 #                            [--shared "32:64 48:96 64:96 64:128 96:128"] [--duration-s 10] [--warmup-s 3]
+#                            [--steps "hour lanes mps green"]
 # Carried: the package (STENO_GPU_PROGRAMS="steno serve_load" STENO_GPU_TESTDATA=none scripts/package-gpu.sh) and
 # a two-speaker conversation as gpu-pkg/conv/audio/conv.flac (bench/make_long_conversation.py 300 ..., flac);
 # run there from the repository root after `mkdir -p /tmp/steno && tar xf gpu-pkg/steno-gpu.tar.xz -C /tmp/steno`.
@@ -21,6 +22,11 @@
 #     diarization requests/s / the best diarization alone, when both meet the SLO; the best is the headline.
 #     mps: the case study's recipes in one server, both under one MPS daemon: ASR 4 clients x 25 %, diarizer 8 x
 #     12 %; the same shared pairs, scored against the same alone figures.
+#     green: steno's green contexts, SMs given to each: ASR 4 lanes x 24 SMs, diarizer 2 lanes x 16 (128 of the
+#     H200's 132, disjoint); the same shared pairs.
+# --steps picks the parts: hour (a, with the bundled models and the diarizer alone), lanes (a with the 0.6B shapes,
+# the alone sweeps and steno's lanes), mps, green. A run without lanes scores its pairs against asr-alone.json and
+# diar-alone.json already in OUT (copied from an earlier run's results).
 # Results: OUT (default $OUT) as one archive, results.tar.gz: hour-*.json, asr-alone.json, diar-alone.json,
 # shared-A-D-{asr,diar}.json, summary.json, logs.
 set -uo pipefail
@@ -28,6 +34,7 @@ cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/steno-consult}
 if [ $# -gt 0 ] && [[ $1 != --* ]]; then out=$1; shift; fi
 asr_c="64 100 128 160" diar_c="128 192 256" shared="32:64 48:96 64:96 64:128 96:128" duration=10 warmup=3
+steps="hour lanes mps green"
 while [ $# -gt 0 ]; do
   case $1 in
     --asr-concurrency) asr_c=$2; shift 2 ;;
@@ -35,6 +42,7 @@ while [ $# -gt 0 ]; do
     --shared) shared=$2; shift 2 ;;
     --duration-s) duration=$2; shift 2 ;;
     --warmup-s) warmup=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
     *) echo "run_gpu_consult.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -55,9 +63,11 @@ run steno model random --like configs/parakeet-tdt-0.6b-v2.json --out "$work/p06
 run steno model random --like configs/sortformer-4spk-v2.json --out "$work/diar-v2" --seed 1 --dtype bf16 \
   >"$out/logs/model-diar.log" 2>&1 || { tail "$out/logs/model-diar.log"; exit 1; }
 
+step() { [[ " $steps " == *" $1 "* ]]; }
+
 # The diarizer's share of (a): the v2-shaped diarizer alone streaming the hour, at the server's operating point
 # (30.4 s: 27.2 s chunks) and with 80 s chunks (chunk_len 1000); wall time (model load included) by measure_run.py.
-for chunk in 340 1000; do
+step hour && for chunk in 340 1000; do
   timeout --kill-after=10 120 python3 bench/measure_run.py "$out/hour-diarize-v2-chunk$chunk.json" -- \
     "$pkg/run.sh" steno diarize --device cuda --dtype bf16 --diarizer "$work/diar-v2" --streaming 30.4s \
     --streaming-param chunk_len=$chunk -f json "$work/hour.wav" >/dev/null 2>"$out/logs/hour-diarize-v2-$chunk.log" ||
@@ -132,7 +142,7 @@ PY
 }
 
 # (a) The bundled models, with the VAD (the default) and without (the whole hour transcribed: the VAD's time apart).
-for vad in auto off; do
+step hour && for vad in auto off; do
   if start_server "bundled-vad-$vad" --dtype bf16 --diarizer models/steno-sortformer-small --lanes 2 \
        --diarizer-lanes 1 --vad "$vad"; then
     hour "bundled-vad-$vad" || status=1
@@ -141,7 +151,7 @@ for vad in auto off; do
 done
 
 # (a) and (b): the 0.6B-shaped ASR and the v2-shaped diarizer in one server.
-if start_server big --dtype bf16 --model "$work/p06b" --lanes 4 --max-batch 16 --max-queue-delay-ms 50 \
+step lanes && if start_server big --dtype bf16 --model "$work/p06b" --lanes 4 --max-batch 16 --max-queue-delay-ms 50 \
      --diarizer "$work/diar-v2" --diarizer-lanes 2 --diarizer-max-batch 64; then
   hour big || status=1
   load --clip "$work/clip45.wav" --concurrency "$asr_c" --out "$out/asr-alone.json" 2>"$out/logs/asr-alone.log" |
@@ -154,9 +164,17 @@ else status=1; fi
 
 # (b) The case study's two recipes on one GPU: the ASR as 4 MPS clients at 25 %, the diarizer as 8 at 12 %, under
 # one daemon; the same shared pairs.
-if start_server mps --dtype bf16 --model "$work/p06b" --share mps --lanes 4 --max-batch 16 --max-queue-delay-ms 50 \
+step mps && if start_server mps --dtype bf16 --model "$work/p06b" --share mps --lanes 4 --max-batch 16 --max-queue-delay-ms 50 \
      --diarizer "$work/diar-v2" --diarizer-share mps --diarizer-lanes 8 --diarizer-max-batch 8; then
   pairs mps
+  stop_server
+else status=1; fi
+
+# (b) steno's green contexts: each model's lanes on SMs of their own (the diarizer's carved from what the ASR's left).
+step green && if start_server green --dtype bf16 --model "$work/p06b" --share green --lanes 4 --green-sms 24 \
+     --max-batch 16 --max-queue-delay-ms 50 --diarizer "$work/diar-v2" --diarizer-share green --diarizer-lanes 2 \
+     --diarizer-green-sms 16 --diarizer-max-batch 64; then
+  pairs green
   stop_server
 else status=1; fi
 
@@ -173,7 +191,7 @@ def brief(p):
     return None if p is None else {k: p.get(k) for k in ("concurrency", "requests_per_s", "latency_ms", "meets_sla")}
 asr, diar = best(f"{out}/asr-alone.json"), best(f"{out}/diar-alone.json")
 summary = {"asr_alone_best": brief(asr), "diar_alone_best": brief(diar)}
-for arm in ("shared", "mps"):  # steno's lanes in one server; the case study's MPS recipes
+for arm in ("shared", "mps", "green"):  # steno's lanes; the case study's MPS recipes; steno's green contexts
     summary[arm] = []
     for pair in shared:
         a, d = pair.split(":")
@@ -188,7 +206,8 @@ for arm in ("shared", "mps"):  # steno's lanes in one server; the case study's M
 for f in sorted(os.listdir(out)):
     if f.startswith("hour-") and f.endswith(".json"): summary[f[:-5]] = json.load(open(f"{out}/{f}"))
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=1)
-print(json.dumps({k: summary[k] for k in ("asr_alone_best", "diar_alone_best", "headline_shared", "headline_mps")},
+print(json.dumps({k: summary[k] for k in ("asr_alone_best", "diar_alone_best", "headline_shared", "headline_mps",
+                                         "headline_green")},
                  indent=1))
 for k, v in summary.items():  # the hour's figures in the console too
     if k.endswith("-stats"):

@@ -73,10 +73,10 @@ class DiarizerRunner final : public BatchRunner {
 }  // namespace
 
 RunnerFactory green_diarizer_runners(std::shared_ptr<const diar::SortformerModel> model, int sms_per_lane,
-                                     LongForm long_form) {
+                                     LongForm long_form, GreenLanes lanes) {
   STENO_CHECK(model != nullptr, "green_diarizer_runners needs a model");
   const Device device = model->device();
-  return green_runners(device, sms_per_lane,
+  return green_runners(device, sms_per_lane, std::move(lanes),
                        [model = std::move(model), long_form](ops::Context ctx) -> std::unique_ptr<BatchRunner> {
                          return std::make_unique<DiarizerRunner>(model, std::move(ctx), long_form);
                        });

@@ -67,16 +67,17 @@ RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, in
   };
 }
 
-RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int sms_per_lane) {
+RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int sms_per_lane,
+                                        GreenLanes lanes) {
   STENO_CHECK(model != nullptr, "green_transcriber_runners needs a model");
   const Device device = model->device();
-  return green_runners(device, sms_per_lane,
+  return green_runners(device, sms_per_lane, std::move(lanes),
                        [model = std::move(model)](ops::Context ctx) -> std::unique_ptr<BatchRunner> {
                          return std::make_unique<TranscriberRunner>(model, std::move(ctx));
                        });
 }
 
-RunnerFactory green_runners(Device on, int sms_per_lane,
+RunnerFactory green_runners(Device on, int sms_per_lane, GreenLanes lanes,
                             std::function<std::unique_ptr<BatchRunner>(ops::Context)> make) {
   if (!steno::cuda::built())
     fail(ErrorCode::kUnavailable, "--share green puts lanes on CUDA green contexts, but this steno was built "
@@ -92,12 +93,20 @@ RunnerFactory green_runners(Device on, int sms_per_lane,
                   sms_per_lane % sms.alignment == 0,
               "{} SMs per lane is not a green context size of cuda:{}: use a multiple of {} from {} to {}",
               sms_per_lane, device, sms.alignment, std::max(sms.min_partition, sms.alignment), sms.sms);
-  // Every lane gets its own SMs: the device is split once into as many disjoint groups as fit (4 of 32 on an
-  // H200's 132), and lane i takes group i. Green contexts made one at a time would all be the device's first SMs,
-  // so four lanes would share a quarter of the GPU. Lanes beyond the groups wrap around and share, with a warning.
-  const int fit = sms.sms / sms_per_lane;
+  // Every lane gets its own SMs: the partition is split once into disjoint groups (4 of 32 on an H200's 132), and
+  // lane i takes group i. Green contexts made one at a time would all be the device's first SMs, so four lanes
+  // would share a quarter of the GPU. Lanes beyond the groups wrap around and share, with a warning.
+  std::shared_ptr<steno::cuda::GreenPartition> partition =
+      lanes.partition ? lanes.partition : std::make_shared<steno::cuda::GreenPartition>(device);
+  STENO_CHECK(partition->device() == device, "green lanes on cuda:{} given a partition of cuda:{}", device,
+              partition->device());
+  const int fit = partition->sms_left() / sms_per_lane;
+  if (fit == 0)
+    fail(ErrorCode::kUnavailable, "green lanes of {} SMs: only {} of cuda:{}'s {} SMs are not already given to other "
+         "green lanes (lower --green-sms or --diarizer-green-sms)", sms_per_lane, partition->sms_left(), device,
+         sms.sms);
   auto groups = std::make_shared<std::vector<steno::cuda::GreenContext>>(
-      steno::cuda::GreenContext::partition(device, sms_per_lane, fit));
+      partition->carve(sms_per_lane, lanes.count > 0 ? std::min(lanes.count, fit) : fit));
   return [make = std::move(make), device, sms, groups](int lane) -> std::unique_ptr<BatchRunner> {
     const auto& green = (*groups)[static_cast<size_t>(lane) % groups->size()];
     spdlog::info("lane {}: green context {} of {} ({} SMs) on cuda:{} (of {})", lane,

@@ -15,6 +15,10 @@
 #include "steno/ops/context.h"
 #include "serve/executor.h"
 
+namespace steno::cuda {
+class GreenPartition;
+}  // namespace steno::cuda
+
 namespace steno::diar {
 class SortformerModel;  // steno/diar/sortformer_model.h
 }  // namespace steno::diar
@@ -68,18 +72,27 @@ RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, in
 RunnerFactory diarizer_runners(std::shared_ptr<const diar::SortformerModel> model, int threads,
                                ops::GemmBackend gemm = ops::GemmBackend::kOneDnn, LongForm long_form = {});
 
+// Which SMs a model's green lanes take: `count` disjoint groups (0: as many as fit) carved, when the runners are
+// made, from `partition` (null: a partition of the model's device of their own). Two models given one partition
+// never run on each other's SMs: the first carves its groups, the second carves from what is left.
+struct GreenLanes {
+  int count = 0;
+  std::shared_ptr<steno::cuda::GreenPartition> partition;
+};
+
 // The `green` mode: transcriber_runners on CUDA, each lane's Context on a stream of its own green
 // context of `sms_per_lane` SMs (at least the device's minimum partition and a multiple of its alignment: 8 and 8
-// on sm_90; at most the device's SMs). Lanes x SMs may exceed the device: each partition is carved from the whole
-// device, so they then overlap (logged). Throws kUnavailable without a CUDA build, GPU or driver support for green
-// contexts, kInvalidArgument for a CPU model or a bad SM count; a lane's green context is made on its thread.
-RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int sms_per_lane);
+// on sm_90; at most the device's SMs). Lanes beyond the groups that fit wrap around and share SMs (logged). Throws
+// kUnavailable without a CUDA build, GPU or driver support for green contexts, or when not one group fits what is
+// left of the partition; kInvalidArgument for a CPU model or a bad SM count.
+RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int sms_per_lane,
+                                        GreenLanes lanes = {});
 // The same for any runner: lanes on `on`'s green contexts, each runner made by `make` on its lane's context.
-RunnerFactory green_runners(Device on, int sms_per_lane,
+RunnerFactory green_runners(Device on, int sms_per_lane, GreenLanes lanes,
                             std::function<std::unique_ptr<BatchRunner>(ops::Context)> make);
 // The diarizer's runners on green contexts (diarizer_lanes.cc).
 RunnerFactory green_diarizer_runners(std::shared_ptr<const diar::SortformerModel> model, int sms_per_lane,
-                                     LongForm long_form = {});
+                                     LongForm long_form = {}, GreenLanes lanes = {});
 
 // CPU threads each of `executors` executors gets: `threads` when > 0, else the machine's threads
 // (default_num_threads()) shared out among them (at least 1).

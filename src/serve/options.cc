@@ -338,7 +338,8 @@ std::vector<Option> make_options() {
                                                         "green contexts)"},
                    STENO_FIELD(diarizer.share)));
   t.push_back(bind(diar, {"diarizer-green-sms", {}, "N", "SMs of each diarizer lane's green context "
-                                                          "(--diarizer-share green)"},
+                                                          "(--diarizer-share green); with --share green too, "
+                                                          "carved from the SMs the transcriber's lanes left"},
                    STENO_FIELD(diarizer.green_sms)));
 
   const std::string tests = "Tests";

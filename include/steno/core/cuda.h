@@ -91,8 +91,27 @@ class GreenContext {
   Stream make_stream() const;
 
  private:
+  friend class GreenPartition;
   struct State;
   explicit GreenContext(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+};
+
+// One device's SMs handed out as disjoint green contexts, request after request: each carve() takes its groups from
+// the SMs that no earlier carve() of this object took. What two models' green lanes in one process need (the
+// transcriber's lanes and the diarizer's), so that neither model's lanes run on the other's SMs; carved SMs are not
+// handed back. Thread-safe.
+class GreenPartition {
+ public:
+  explicit GreenPartition(int device);  // throws as GreenContext::create
+  // `count` green contexts of at least `sms` SMs each, on SMs no earlier carve took. Throws kUnavailable when they
+  // do not fit what is left, kInvalidArgument for a bad size or count.
+  std::vector<GreenContext> carve(int sms, int count);
+  int device() const;
+  int sms_left() const;
+
+ private:
+  struct State;
   std::shared_ptr<State> state_;
 };
 

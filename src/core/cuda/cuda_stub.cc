@@ -20,6 +20,11 @@ std::vector<GreenContext> GreenContext::partition(int, int, int) { not_built("gr
 int GreenContext::device() const { not_built("GreenContext"); }
 int GreenContext::sm_count() const { not_built("GreenContext"); }
 Stream GreenContext::make_stream() const { not_built("GreenContext"); }
+struct GreenPartition::State {};
+GreenPartition::GreenPartition(int) { not_built("green contexts"); }
+std::vector<GreenContext> GreenPartition::carve(int, int) { not_built("green contexts"); }
+int GreenPartition::device() const { not_built("GreenPartition"); }
+int GreenPartition::sms_left() const { not_built("GreenPartition"); }
 Stream::Stream(int device) : device_(device) { not_built("cuda::Stream"); }
 Stream::Stream(int device, void*, std::shared_ptr<const void>) : device_(device) { not_built("cuda::Stream"); }
 Stream::Stream(Stream&& other) noexcept : device_(other.device_) {}

@@ -4,6 +4,7 @@
 #include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -104,29 +105,61 @@ GreenContext GreenContext::create(int device, int sms) {
 }
 
 std::vector<GreenContext> GreenContext::partition(int device, int sms, int count) {
-  const Driver& d = driver_for(device);
+  return GreenPartition(device).carve(sms, count);
+}
+
+struct GreenPartition::State {
+  int device = 0;
+  int device_sms = 0;
   CUdevice dev = 0;
-  CUdevResource all = device_sms(d, device, &dev);
-  STENO_CHECK(sms >= 1 && sms <= static_cast<int>(all.sm.smCount),
-              "a green context of {} SMs does not fit cuda:{}, which has {} SMs", sms, device, all.sm.smCount);
+  std::mutex mu;
+  CUdevResource left{};  // the SMs no carve has taken
+};
+
+GreenPartition::GreenPartition(int device) : state_(std::make_shared<State>()) {
+  const Driver& d = driver_for(device);
+  state_->device = device;
+  state_->left = device_sms(d, device, &state_->dev);
+  state_->device_sms = static_cast<int>(state_->left.sm.smCount);
+}
+
+int GreenPartition::device() const { return state_->device; }
+
+int GreenPartition::sms_left() const {
+  std::lock_guard lock(state_->mu);
+  return static_cast<int>(state_->left.sm.smCount);
+}
+
+std::vector<GreenContext> GreenPartition::carve(int sms, int count) {
+  const Driver& d = driver();
+  const int device = state_->device;
+  std::lock_guard lock(state_->mu);
+  STENO_CHECK(sms >= 1 && sms <= state_->device_sms, "a green context of {} SMs does not fit cuda:{}, which has {} SMs",
+              sms, device, state_->device_sms);
   STENO_CHECK(count >= 1, "a green partition needs at least one context, got {}", count);
+  const int left = static_cast<int>(state_->left.sm.smCount);
+  if (left < sms * count)
+    fail(ErrorCode::kUnavailable, "cuda:{}: cannot carve {} disjoint groups of {} SMs out of the {} of its {} not "
+         "yet given to other green contexts", device, count, sms, left, state_->device_sms);
 
   // One split into `count` groups: the driver hands out disjoint SM sets (rounded up to its granularity); what is
-  // left over goes to `remaining`, which nobody uses.
+  // left over stays for the next carve.
   std::vector<CUdevResource> groups(static_cast<size_t>(count));
   CUdevResource remaining{};
   unsigned made = static_cast<unsigned>(count);
-  check(d, d.split_by_count(groups.data(), &made, &all, &remaining, 0, static_cast<unsigned>(sms)),
+  check(d, d.split_by_count(groups.data(), &made, &state_->left, &remaining, 0, static_cast<unsigned>(sms)),
         "cuDevSmResourceSplitByCount", device);
   if (made != static_cast<unsigned>(count))
     fail(ErrorCode::kUnavailable, "cuda:{}: cannot carve {} disjoint groups of {} SMs out of {} (only {} fit)",
-         device, count, sms, all.sm.smCount, made);
+         device, count, sms, left, made);
+  state_->left = remaining;
+  const CUdevice dev = state_->dev;
 
   std::vector<GreenContext> out;
   for (CUdevResource& group : groups) {
     CUdevResourceDesc desc = nullptr;
     check(d, d.generate_desc(&desc, &group, 1), "cuDevResourceGenerateDesc", device);
-    auto state = std::make_shared<State>();
+    auto state = std::make_shared<GreenContext::State>();
     state->device = device;
     state->sms = static_cast<int>(group.sm.smCount);
     check(d, d.create(&state->ctx, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate", device);

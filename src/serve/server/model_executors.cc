@@ -6,6 +6,7 @@
 
 #include "steno/asr/model.h"
 #include "steno/diar/sortformer_model.h"
+#include "steno/core/cuda.h"
 #include "steno/core/error.h"
 #include "serve/fleet/fleet_metrics.h"
 #include "serve/fleet/worker_executor.h"
@@ -113,9 +114,10 @@ BuiltModel build_model(const ServeConfig& config) {
   overrides.device = m.parsed_device();
   overrides.dtype = m.compute_dtype();
   std::shared_ptr<const asr::AsrModel> model = asr::AsrModel::load(m.dir, overrides);
+  if (m.share == ShareMode::kGreen) built.green = std::make_shared<steno::cuda::GreenPartition>(model->device().index);
   const RunnerFactory runners =
       m.share == ShareMode::kGreen
-          ? green_transcriber_runners(model, m.green_sms)
+          ? green_transcriber_runners(model, m.green_sms, {m.executors, built.green})
           : transcriber_runners(model, threads_per_executor(m.executors, m.threads_per_executor),
                                 ops::parse_gemm_backend(m.gemm), LongForm{m.long_audio_seconds, m.long_attention});
   spec.executors = [runners, n = m.executors](prometheus::Registry&) { return lane_executors(n, runners); };
@@ -165,7 +167,7 @@ ModelSpec build_diarizer(const ServeConfig& config, const BuiltModel& asr) {
   auto model = diar::SortformerModel::load(d.dir, {m.parsed_device(), m.compute_dtype()});
   const RunnerFactory runners =
       d.share == ShareMode::kGreen
-          ? green_diarizer_runners(std::move(model), d.green_sms, long_form)
+          ? green_diarizer_runners(std::move(model), d.green_sms, long_form, {d.lanes, asr.green})
           : diarizer_runners(std::move(model), threads_per_executor(d.lanes, m.threads_per_executor),
                              ops::parse_gemm_backend(m.gemm), long_form);
   spec.executors = [runners, n = d.lanes](prometheus::Registry&) { return lane_executors(n, runners); };

@@ -17,6 +17,8 @@ struct BuiltModel {
   ModelSpec spec;
   std::shared_ptr<fleet::MpsDaemon> mps;  // share mps: the daemon the workers are clients of
   std::shared_ptr<fleet::FaultGroup> fault_group;  // share mps: the workers that fault together (the diarizer's too)
+  // share green: the device's SMs the lanes were carved from; the diarizer's green lanes take theirs from what is left
+  std::shared_ptr<steno::cuda::GreenPartition> green;
 };
 
 // The name clients use for a model: `name`, else the directory's last component.
@@ -25,7 +27,8 @@ std::string served_name(const ModelConfig& model);
 // The diarizer of `config.diarizer` (dir set) on the transcription model's device and dtype, answering task
 // "diarization", named after its directory, alias "diarizer": lanes over one loaded Sortformer model, worker
 // processes, green-context lanes, or MPS clients -- of `asr`'s daemon and fault group when the transcription
-// model runs under MPS too (one daemon per GPU; a fault restarts both fleets as one group), else of its own.
+// model runs under MPS too (one daemon per GPU; a fault restarts both fleets as one group), else of its own; green
+// lanes on SMs that `asr`'s green lanes do not use.
 ModelSpec build_diarizer(const ServeConfig& config, const BuiltModel& asr);
 
 // Throws kUnavailable for a mode this machine cannot run (mps and green need a CUDA device), before anything is

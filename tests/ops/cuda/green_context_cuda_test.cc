@@ -75,6 +75,25 @@ TEST(GreenContextCuda, PartitionGivesDisjointSms) {
   EXPECT_THROW(steno::cuda::GreenContext::partition(0, 16, count + 1), Error);
 }
 
+// One GreenPartition carved twice (a transcriber's green lanes, then a diarizer's): the second carve takes SMs the
+// first did not, so no SM runs kernels of both, and a carve beyond what is left fails instead of overlapping.
+TEST(GreenContextCuda, TwoCarvesOfOnePartitionGiveDisjointSms) {
+  if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const int sms = steno::cuda::sm_count(0);
+  ASSERT_GE(sms, 80) << "the test carves 2 x 24 + 2 x 16 SMs";
+  steno::cuda::GreenPartition partition(0);
+  std::vector<steno::cuda::GreenContext> groups = partition.carve(24, 2);
+  for (auto& g : partition.carve(16, 2)) groups.push_back(std::move(g));
+  EXPECT_EQ(partition.sms_left(), sms - 80);
+  std::set<int> seen;
+  for (const auto& green : groups) {
+    const std::set<int> used = sms_used(Context::cuda(green.make_stream()), 4 * sms);
+    EXPECT_LE(static_cast<int>(used.size()), green.sm_count());
+    for (int sm : used) EXPECT_TRUE(seen.insert(sm).second) << "SM " << sm << " is in two groups";
+  }
+  EXPECT_THROW(partition.carve(16, partition.sms_left() / 16 + 1), Error);
+}
+
 TEST(GreenContextCuda, GemmOnAGreenContextMatchesAPlainOne) {
   if (steno::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   const auto green = steno::cuda::GreenContext::create(0, 16);
