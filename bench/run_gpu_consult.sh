@@ -78,7 +78,10 @@ server= sampler= port=
 start_server() {  # start_server NAME ARGS...: the server and a GPU memory sampler; sets port
   local name=$1
   shift
-  run steno serve --port 0 --device cuda --max-audio-seconds 4000 "$@" 2>"$out/logs/serve-$name.log" &
+  # run.sh execs steno, so $! is the server itself (a function run in the background would be a subshell whose
+  # SIGTERM leaves the server running: it did, until 2026-12-02, and later servers' memory samples included it).
+  "$pkg/run.sh" steno serve --port 0 --device cuda --max-audio-seconds 4000 "$@" 2>"$out/logs/serve-$name.log" \
+    >/dev/null &
   server=$!
   (while sleep 0.1; do nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits; done) \
     >"$out/logs/gpu-memory-$name.txt" 2>/dev/null &
@@ -135,7 +138,8 @@ json.dump({"models": name, "audio_seconds": a.get("duration"), "runs": runs,
            "seconds_after_warmup": [r["total_s"] for r in runs[1:]],
            "words": len(a.get("text", "").split()), "segments": len(a.get("segments", [])),
            "speakers": sorted({s["speaker"] for s in a.get("segments", [])}),
-           "peak_gpu_memory_mib": max(mem) if mem else None,
+           # the GPU's memory in use less what it held as the server started (another process's, if any)
+           "peak_gpu_memory_mib": max(mem) - mem[0] if mem else None,
            "gpu_memory_samples": len(mem)}, open(out, "w"), indent=1)
 print(open(out).read())
 PY

@@ -26,6 +26,7 @@ struct Driver {
   PFN_cuGreenCtxCreate_v12040 create = nullptr;
   PFN_cuGreenCtxDestroy_v12040 destroy = nullptr;
   PFN_cuGreenCtxStreamCreate_v12050 stream_create = nullptr;
+  PFN_cuGreenCtxGetDevResource_v12040 green_get_resource = nullptr;
   std::vector<std::string> missing;  // symbols this driver lacks
 };
 
@@ -40,6 +41,7 @@ const Driver& driver() {
     driver_entry::resolve(r.create, "cuGreenCtxCreate", 12040, r.missing);
     driver_entry::resolve(r.destroy, "cuGreenCtxDestroy", 12040, r.missing);
     driver_entry::resolve(r.stream_create, "cuGreenCtxStreamCreate", 12050, r.missing);
+    driver_entry::resolve(r.green_get_resource, "cuGreenCtxGetDevResource", 12040, r.missing);
     return r;
   }();
   return d;
@@ -113,7 +115,15 @@ struct GreenPartition::State {
   int device_sms = 0;
   CUdevice dev = 0;
   std::mutex mu;
-  CUdevResource left{};  // the SMs no carve has taken
+  // The SMs no carve has taken. The driver splits only a device's, a context's or a green context's resource, never
+  // a split's remainder: before a second carve, the remainder becomes a green context of its own (`rest`, never
+  // run on), whose resource is split instead.
+  CUdevResource left{};
+  bool left_is_remainder = false;
+  CUgreenCtx rest = nullptr;
+  ~State() {
+    if (rest != nullptr) driver().destroy(rest);
+  }
 };
 
 GreenPartition::GreenPartition(int device) : state_(std::make_shared<State>()) {
@@ -142,6 +152,16 @@ std::vector<GreenContext> GreenPartition::carve(int sms, int count) {
     fail(ErrorCode::kUnavailable, "cuda:{}: cannot carve {} disjoint groups of {} SMs out of the {} of its {} not "
          "yet given to other green contexts", device, count, sms, left, state_->device_sms);
 
+  if (state_->left_is_remainder) {  // a second carve: the remainder as a green context's resource
+    CUdevResourceDesc desc = nullptr;
+    CUgreenCtx rest = nullptr;
+    check(d, d.generate_desc(&desc, &state_->left, 1), "cuDevResourceGenerateDesc", device);
+    check(d, d.create(&rest, desc, state_->dev, CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate", device);
+    if (state_->rest != nullptr) d.destroy(state_->rest);
+    state_->rest = rest;
+    check(d, d.green_get_resource(rest, &state_->left, CU_DEV_RESOURCE_TYPE_SM), "cuGreenCtxGetDevResource", device);
+    state_->left_is_remainder = false;
+  }
   // One split into `count` groups: the driver hands out disjoint SM sets (rounded up to its granularity); what is
   // left over stays for the next carve.
   std::vector<CUdevResource> groups(static_cast<size_t>(count));
@@ -152,8 +172,9 @@ std::vector<GreenContext> GreenPartition::carve(int sms, int count) {
   if (made != static_cast<unsigned>(count))
     fail(ErrorCode::kUnavailable, "cuda:{}: cannot carve {} disjoint groups of {} SMs out of {} (only {} fit)",
          device, count, sms, left, made);
-  state_->left = remaining;
   const CUdevice dev = state_->dev;
+  state_->left = remaining;  // smCount 0 when nothing is left
+  state_->left_is_remainder = true;
 
   std::vector<GreenContext> out;
   for (CUdevResource& group : groups) {
