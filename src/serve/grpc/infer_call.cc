@@ -10,6 +10,7 @@
 #include "status.h"
 #include "steno/core/error.h"
 #include "serve/frontend/kserve_model.h"
+#include "infer_request.h"
 #include "tensor_codec.h"
 
 namespace steno::serve::rpc {
@@ -45,41 +46,14 @@ struct InferCall::CallState {
 
 namespace {
 
-// The metadata keys of service.h's kFaultHeader and kWarningHeader (gRPC metadata keys are lower case).
-constexpr const char* kFaultHeaderKey = "x-steno-fault";
-constexpr const char* kWarningHeaderKey = "x-steno-warning";
-
-// The client's gRPC deadline in the core's clock; max() when it set none.
-Clock::time_point client_deadline(const ::grpc::CallbackServerContext& call, Clock::time_point now) {
-  const auto deadline = call.deadline();
-  const auto now_system = std::chrono::system_clock::now();
-  if (deadline >= now_system + std::chrono::hours(24 * 365)) return Clock::time_point::max();  // "none": far future
-  return now + std::chrono::duration_cast<Clock::duration>(deadline - now_system);
-}
-
-void log_failure(const std::string& id, const std::string& model, const Status& status) {
-  spdlog::info("{} ModelInfer {}: {} {}", id, model, status_code_name(status.error_code()), status.error_message());
-}
-
 // On the work pool: hand the request to the service (which decodes its audio here), and finish the call from its
 // answer.
 void submit(const std::shared_ptr<GrpcContext>& ctx, const std::shared_ptr<InferCall::CallState>& state,
             InferRequestBody body, Submission submission) {
-  PreparedInference prepared;
-  if (state->cancelled->load()) {  // OnCancel has finished the call: nothing to decode for
-    submission.refused = ServeError(Outcome::kCancelled, "the call was cancelled before its audio was decoded");
-  } else if (!submission.refused) {
-    try {
-      prepared = prepare_inference(body, submission.task);  // its audio is a view into `body`, alive until submit
-      if (prepared.diarize) submission.diarizer = "";          // returns; speakers from the first diarizer served
-      submission.audio = std::move(prepared.audio);
-      submission.priority = prepared.priority;
-      if (prepared.timeout) submission.deadline = std::min(submission.deadline, submission.received + *prepared.timeout);
-    } catch (const Error& e) {
-      submission.refused = serve_error(e);
-    }
-  }
-  AnswerFn answer = [state, client_id = body.id.value_or(""), outputs = std::move(prepared.outputs),
+  // OnCancel may have finished the call already: then nothing is decoded. The audio is a view into `body`, alive
+  // until submit returns.
+  std::vector<RequestedOutput> outputs = read_inference(body, submission, state->cancelled->load());
+  AnswerFn answer = [state, client_id = body.id.value_or(""), outputs = std::move(outputs),
                      id = submission.id, task = submission.task](TranscriptionResponse r) {
     const auto add_warnings = [&] {
       for (const std::string& w : r.warnings) state->call->AddTrailingMetadata(kWarningHeaderKey, w);
@@ -122,40 +96,17 @@ InferCall::InferCall(::grpc::CallbackServerContext* call, inference::ModelInferR
 }
 
 void InferCall::begin(std::shared_ptr<GrpcContext> ctx, const inference::ModelInferRequest& request) {
-  Submission submission;
-  submission.received = Clock::now();
   if (auto denied = check_api_key(*state_->call, ctx->options.api_key)) {
     state_->finish(*denied);
     return;
   }
-  try {
-    const ModelInfo model = resolve_model(ctx->service, request.model_name(), false);
-    submission.model = model.name;
-    submission.task = model.task;
-  } catch (const ServeError& e) {
-    state_->finish(grpc_status(e));
+  auto made = infer_submission(*ctx, *state_->call, request, state_->cancelled);
+  if (const auto* missing = std::get_if<Status>(&made)) {
+    state_->finish(*missing);
     return;
   }
-  if (!is_served_version(request.model_version())) {
-    state_->finish(Status(StatusCode::NOT_FOUND, fmt::format("model '{}' has no version '{}' (steno serves version 1)",
-                                                             submission.model, request.model_version().substr(0, 64))));
-    return;
-  }
-  submission.id = ctx->new_request_id();
-  submission.audio_field = kAudioInput;
-  submission.deadline = client_deadline(*state_->call, submission.received);
-  submission.cancelled = state_->cancelled;
-  const auto& metadata = state_->call->client_metadata();
-  if (const auto fault = metadata.find(kFaultHeaderKey); fault != metadata.end())
-    submission.fault.assign(fault->second.data(), fault->second.size());
-  InferRequestBody body;
-  try {
-    body = infer_body_from_proto(request);  // copies the tensors: the message is not touched after this
-  } catch (const Error& e) {  // a malformed request of a served model counts as its failure
-    submission.refused = serve_error(e);
-  }
-  ctx->pool->post([ctx, state = state_, body = std::move(body), submission = std::move(submission)]() mutable {
-    submit(ctx, state, std::move(body), std::move(submission));
+  ctx->pool->post([ctx, state = state_, made = std::move(std::get<InferSubmission>(made))]() mutable {
+    submit(ctx, state, std::move(made.body), std::move(made.submission));
   });
 }
 

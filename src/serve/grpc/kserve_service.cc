@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "infer_call.h"
+#include "stream_call.h"
 #include "status.h"
 #include "serve/frontend/kserve_model.h"
 #include "tensor_codec.h"
@@ -86,6 +87,11 @@ std::variant<ModelInfo, Status> KServeService::find_model(const std::string& nam
                                                       const inference::ModelInferRequest* request,
                                                       inference::ModelInferResponse* response) {
   return InferCall::start(ctx_, call, request, response);
+}
+
+::grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
+KServeService::ModelStreamInfer(::grpc::CallbackServerContext* call) {
+  return StreamCall::start(ctx_, call);
 }
 
 // An empty name asks for every model (the version is then ignored), as in Triton.

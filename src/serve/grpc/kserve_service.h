@@ -1,5 +1,5 @@
 // inference.GRPCInferenceService on gRPC's callback API: the health, metadata and statistics RPCs answered inline,
-// ModelInfer handed to an InferCall (infer_call.h).
+// ModelInfer handed to an InferCall (infer_call.h), ModelStreamInfer to a StreamCall (stream_call.h).
 #pragma once
 
 #include <memory>
@@ -32,6 +32,8 @@ class KServeService final : public inference::GRPCInferenceService::CallbackServ
   ::grpc::ServerUnaryReactor* ModelInfer(::grpc::CallbackServerContext* call,
                                          const inference::ModelInferRequest* request,
                                          inference::ModelInferResponse* response) override;
+  ::grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
+      ::grpc::CallbackServerContext* call) override;
   ::grpc::ServerUnaryReactor* ModelStatistics(::grpc::CallbackServerContext* call,
                                               const inference::ModelStatisticsRequest* request,
                                               inference::ModelStatisticsResponse* response) override;
