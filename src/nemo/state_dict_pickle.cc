@@ -77,6 +77,16 @@ bool allowed_global(const std::string& g) {
 class Machine {
  public:
   explicit Machine(std::span<const uint8_t> in) : in_(in) {}
+  // A pickle can put a list or dict inside itself (through the memo): shared_ptr cycles, which would leak. Every
+  // list and dict the machine made is emptied when it goes.
+  ~Machine() {
+    for (const Ptr& v : containers_) {
+      v->items.clear();
+      v->dict.clear();
+    }
+  }
+  Machine(const Machine&) = delete;
+  Machine& operator=(const Machine&) = delete;
 
   Ptr run() {
     while (true) {
@@ -324,7 +334,10 @@ class Machine {
     bad(fmt::format("'{}' cannot be called here", callable.s));  // a storage class: only in a persistent id
   }
 
-  void push(Ptr v) { stack_.push_back(std::move(v)); }
+  void push(Ptr v) {
+    if (v->kind == Value::Kind::kList || v->kind == Value::Kind::kDict) containers_.push_back(v);
+    stack_.push_back(std::move(v));
+  }
   size_t floor() const { return marks_.empty() ? 0 : marks_.back(); }
   Ptr pop() {
     if (stack_.size() <= floor()) bad("a value popped past the stack's bottom or a MARK");
@@ -355,6 +368,7 @@ class Machine {
   std::vector<Ptr> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, Ptr> memo_;
+  std::vector<Ptr> containers_;  // every list and dict pushed (repeats included: bounded by the opcodes read)
 };
 
 }  // namespace
@@ -386,7 +400,8 @@ const char* torch_type_name(TorchType t) {
 }
 
 std::vector<TensorRef> read_state_dict_pickle(std::span<const uint8_t> pkl) {
-  const Ptr root = Machine(pkl).run();
+  Machine machine(pkl);  // alive until the answer is copied out: it empties its containers when it goes
+  const Ptr root = machine.run();
   if (root->kind != Value::Kind::kDict)
     bad(fmt::format("the checkpoint holds a {}, not a state dict", kind_name(root->kind)));
   std::vector<TensorRef> out;

@@ -123,6 +123,9 @@ TEST(StateDictPickle, WhatIsNotAStateDictOfTensorsIsRefused) {
   EXPECT_NE(refusal(pickle(int1(1) + int1(2))).find("left on the stack"), std::string::npos);
   // A storage class called, instead of named in a persistent id.
   EXPECT_NE(refusal(pickle(glob("torch", "FloatStorage") + ")R")).find("cannot be called here"), std::string::npos);
+  // A dict put inside itself through the memo (a cycle: no leak under the sanitizers, fuzz/run.sh), then refused.
+  EXPECT_NE(refusal(pickle(std::string("}q") + '\0' + str("self") + "h" + '\0' + "s")).find("'self' is a dict"),
+            std::string::npos);
   // A length far past the end (a 4 GiB string declared in a few bytes) is truncation, not an allocation.
   EXPECT_NE(refusal(pickle("X\xff\xff\xff\xff")).find("truncated"), std::string::npos);
 }
