@@ -50,12 +50,15 @@ std::optional<bool> stream_parameter(const inference::ModelInferRequest& request
 }  // namespace
 
 // What outlives the reactor: the decode tasks and the core's callbacks hold it. The reactor is touched only under
-// `mu` and never once `done` (OnDone has run and deleted it).
+// `mu` and never once `done` (OnDone has run and deleted it). `mu` is recursive because gRPC may run a reaction
+// inline, on the thread of the Start* or Finish call that completed it (an operation that completes at once): the
+// state is consistent before every such call, and a reactor method holds its own reference to the state, since
+// OnDone may delete the reactor (and its state_ member) inside a Finish it calls.
 struct StreamCall::State {
   std::shared_ptr<GrpcContext> ctx;
   ::grpc::CallbackServerContext* call = nullptr;
   StreamCall* reactor = nullptr;
-  std::mutex mu;
+  std::recursive_mutex mu;
   std::deque<inference::ModelStreamInferResponse> to_write;  // its front is being written while `writing`
   bool writing = false, reads_done = false, read_paused = false, finished = false, done = false;
   int in_flight = 0;
@@ -63,15 +66,15 @@ struct StreamCall::State {
 
   // Queues `r` for writing; `last` ends its request (`flag`'s).
   void send(inference::ModelStreamInferResponse r, const Flag& flag, bool last) {
-    std::lock_guard lock(mu);
+    std::lock_guard<std::recursive_mutex> lock(mu);
     if (last) {
       active.erase(flag);
       --in_flight;
     }
     if (done || finished) return;
     to_write.push_back(std::move(r));
-    if (!writing) write_next();
-    if (last && read_paused && !reads_done) {  // room for the next request again
+    if (!writing) write_next();                 // (its completion may have run inline, even finished the stream)
+    if (last && read_paused && !reads_done && !finished && !done) {  // room for the next request again
       read_paused = false;
       reactor->StartRead(&reactor->request_);
     }
@@ -104,7 +107,7 @@ StreamCall* StreamCall::start(std::shared_ptr<GrpcContext> ctx, ::grpc::Callback
   self->state_->call = call;
   self->state_->reactor = self;
   if (auto denied = check_api_key(*call, self->state_->ctx->options.api_key)) {
-    std::lock_guard lock(self->state_->mu);
+    std::lock_guard<std::recursive_mutex> lock(self->state_->mu);
     self->state_->finish(*denied);
     return self;
   }
@@ -113,17 +116,18 @@ StreamCall* StreamCall::start(std::shared_ptr<GrpcContext> ctx, ::grpc::Callback
 }
 
 void StreamCall::OnReadDone(bool ok) {
+  const std::shared_ptr<State> state = state_;
   if (!ok) {  // the client has half-closed the stream (or it is over)
-    std::lock_guard lock(state_->mu);
-    state_->reads_done = true;
-    state_->finish_when_all_answered();
+    std::lock_guard<std::recursive_mutex> lock(state->mu);
+    state->reads_done = true;
+    state->finish_when_all_answered();
     return;
   }
   submit_read_request();
-  std::lock_guard lock(state_->mu);
-  if (state_->finished || state_->done) return;
-  if (state_->in_flight >= kMaxInFlight)
-    state_->read_paused = true;  // send() reads on once a request is answered
+  std::lock_guard<std::recursive_mutex> lock(state->mu);
+  if (state->finished || state->done) return;
+  if (state->in_flight >= kMaxInFlight)
+    state->read_paused = true;  // send() reads on once a request is answered
   else
     StartRead(&request_);
 }
@@ -133,7 +137,7 @@ void StreamCall::submit_read_request() {
   const std::shared_ptr<State> state = state_;
   const Flag flag = std::make_shared<std::atomic<bool>>(false);
   {
-    std::lock_guard lock(state->mu);
+    std::lock_guard<std::recursive_mutex> lock(state->mu);
     ++state->in_flight;
     state->active.insert(flag);
   }
@@ -177,31 +181,34 @@ void StreamCall::submit_read_request() {
 }
 
 void StreamCall::OnWriteDone(bool ok) {
-  std::lock_guard lock(state_->mu);
-  state_->writing = false;
-  state_->to_write.pop_front();
+  const std::shared_ptr<State> state = state_;
+  std::lock_guard<std::recursive_mutex> lock(state->mu);
+  state->writing = false;
+  state->to_write.pop_front();
   if (!ok) {  // the client is gone or stopped reading: nothing more reaches it
-    state_->cancel_all();
-    state_->finish(Status(StatusCode::CANCELLED, "the stream's client stopped reading"));
+    state->cancel_all();
+    state->finish(Status(StatusCode::CANCELLED, "the stream's client stopped reading"));
     return;
   }
-  if (!state_->to_write.empty())
-    state_->write_next();
+  if (!state->to_write.empty())
+    state->write_next();
   else
-    state_->finish_when_all_answered();
+    state->finish_when_all_answered();
 }
 
 void StreamCall::OnCancel() {
-  std::lock_guard lock(state_->mu);
-  state_->cancel_all();
-  state_->finish(Status(StatusCode::CANCELLED, "the stream was cancelled (by the client, or its deadline passed)"));
+  const std::shared_ptr<State> state = state_;
+  std::lock_guard<std::recursive_mutex> lock(state->mu);
+  state->cancel_all();
+  state->finish(Status(StatusCode::CANCELLED, "the stream was cancelled (by the client, or its deadline passed)"));
 }
 
 void StreamCall::OnDone() {
+  const std::shared_ptr<State> state = state_;
   {
-    std::lock_guard lock(state_->mu);
-    state_->done = true;
-    state_->cancel_all();
+    std::lock_guard<std::recursive_mutex> lock(state->mu);
+    state->done = true;
+    state->cancel_all();
   }
   delete this;
 }
