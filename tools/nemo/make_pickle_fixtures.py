@@ -10,6 +10,8 @@ storage type, storage size, offset, shape, stride) for:
   - made: torch.save of a state dict made here to cover what those lack: f16, bf16, f64 and int64 tensors, a
     tensor that is a strided view, one at an offset into a shared storage, an empty one, a 0-d one, parameters
     (nn.Parameter, pickled through _rebuild_parameter) and OrderedDict's _metadata (pickled by BUILD).
+Also made.ckpt, the whole checkpoint of `made` (a ZIP archive), and made-values.json: each tensor's elements in
+row-major order as numbers (torch's own reading), for the archive reader (src/nemo/stored_zip.cc, checkpoint.cc).
 The reference reader is Python's own pickle.Unpickler with torch's rebuild functions and storage classes replaced
 by recorders: it runs nothing but them. Offline tooling (needs torch); the fixtures are committed.
 """
@@ -90,6 +92,9 @@ def main():
         "sortformer-tiny": data_pkl_of_nemo(next((ROOT / "tests/data/sortformer-tiny").glob("*.nemo"))),
         "made": data_pkl_of_checkpoint(buffer.getvalue()),
     }
+    (out / "made.ckpt").write_bytes(buffer.getvalue())
+    values = [{"name": k, "values": v.detach().float().flatten().tolist()} for k, v in made_state_dict().items()]
+    (out / "made-values.json").write_text(json.dumps(values) + "\n")
     for name, pkl in pickles.items():
         (out / f"{name}.pkl").write_bytes(pkl)
         (out / f"{name}.json").write_text(json.dumps(describe(pkl), indent=0) + "\n")
