@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a libFuzzer target with clang (address and undefined-behaviour sanitizers) and runs it on its corpus.
-#   fuzz/run.sh TARGET [SECONDS]      (default 600; TARGET: state_dict_pickle, checkpoint)
+#   fuzz/run.sh TARGET [SECONDS]      (default 600; TARGET: state_dict_pickle, checkpoint, tar_members)
 # The corpus is fuzz/corpus/TARGET, with the target's test fixtures as seeds; inputs that reach new code are merged
 # back into it at the end (-merge=1: only what adds coverage), and any crash is left as fuzz/crash-* with the message.
 # Needs clang and its runtime (Debian: clang-14 libclang-rt-14-dev); builds in build-fuzz/.
@@ -14,6 +14,7 @@ case $target in
   state_dict_pickle) sources=(src/nemo/state_dict_pickle.cc src/core/error.cc) seeds=tests/data/nemo-pickles ;;
   checkpoint) sources=(src/nemo/checkpoint.cc src/nemo/stored_zip.cc src/nemo/state_dict_pickle.cc src/core/error.cc)
     seeds=tests/data/nemo-pickles ;;
+  tar_members) sources=(src/nemo/tar_members.cc src/core/error.cc) seeds=fuzz/seeds/tar_members ;;
   *) echo "fuzz/run.sh: unknown target $target" >&2; exit 2 ;;
 esac
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc \

@@ -56,6 +56,24 @@ TEST(TarMembers, TheReferenceNemoFileReadInPlaceDownToItsTensors) {
   for (size_t k = 0; k < tensors.size(); ++k) EXPECT_EQ(tensors[k].ref.name, pickled[k]["name"]);
 }
 
+// Long names as Python's tarfile writes them (fuzz/seeds/tar_members, also the fuzzer's seeds): GNU's 'L' member and
+// pax's path record; a folder is skipped.
+TEST(TarMembers, LongNamesOfGnuAndPax) {
+  const std::string seeds = std::string(STENO_SOURCE_DIR) + "/fuzz/seeds/tar_members/";
+  const std::vector<uint8_t> gnu = bytes_of(seeds + "gnu-long.tar"), pax = bytes_of(seeds + "pax.tar"),
+                             ustar = bytes_of(seeds + "ustar.tar");
+  const std::vector<TarMember> g = read_tar(gnu), p = read_tar(pax), u = read_tar(ustar);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].name, std::string(120, 'x') + "/tokenizer.model");
+  EXPECT_EQ(std::string(g[0].data.begin(), g[0].data.end()), "data of " + g[0].name);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].name, std::string(150, 'y') + ".vocab");
+  EXPECT_EQ(p[1].name, "short");
+  ASSERT_EQ(u.size(), 2u);
+  EXPECT_EQ(u[0].name, "model_config.yaml");
+  EXPECT_EQ(u[1].name, "model_weights.ckpt");
+}
+
 // A one-member ustar archive written here: header (with its checksum), data, end blocks.
 std::vector<uint8_t> tar_of(const std::string& name, char type, const std::string& data,
                             const std::string& link = "") {
@@ -94,7 +112,7 @@ TEST(TarMembers, ArchivesThatMustNotBeTrustedAreRefused) {
   EXPECT_NE(refusal(sum).find("checksum is wrong"), std::string::npos);
 
   std::vector<uint8_t> huge = tar_of("big", '0', "");
-  std::snprintf(reinterpret_cast<char*>(&huge[124]), 12, "%011o", 077777777777u);  // 8 GiB declared in 1.5 kB
+  std::snprintf(reinterpret_cast<char*>(&huge[124]), 12, "%011lo", 077777777777ul);  // 8 GiB declared in 1.5 kB
   std::memset(&huge[148], ' ', 8);
   unsigned s = 0;
   for (size_t k = 0; k < 512; ++k) s += huge[k];
