@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "nemo_test_util.h"
 #include "steno/core/dtype.h"
 #include "steno/core/error.h"
 #include "steno/nemo/stored_zip.h"
@@ -17,22 +18,11 @@
 namespace steno::nemo {
 namespace {
 
-const std::string kDir = std::string(STENO_TEST_DATA) + "/nemo-pickles/";
-
-std::vector<uint8_t> bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in) << path;
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using testing::bytes_of;
+const std::string& kDir = testing::kPickles;
 
 std::string refusal(const std::vector<uint8_t>& archive) {
-  try {
-    read_checkpoint(archive);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-    return e.what();
-  }
-  return "";
+  return testing::refusal([](const std::vector<uint8_t>& a) { read_checkpoint(a); }, archive);
 }
 
 // Element `flat` (row-major over the shape) of a tensor, through its offset and strides, as a double.

@@ -10,31 +10,19 @@
 #include <sstream>
 #include <string>
 
+#include "nemo_test_util.h"
 #include "steno/core/error.h"
 
 namespace steno::nemo {
 namespace {
 
-const std::string kDir = std::string(STENO_TEST_DATA) + "/nemo-pickles/";
-
-std::vector<uint8_t> bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in) << path;
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using testing::bytes_of;
+const std::string& kDir = testing::kPickles;
 
 std::vector<uint8_t> bytes_of_string(const std::string& s) { return {s.begin(), s.end()}; }
 
 // The message of the Error that reading `pkl` throws ("" when it does not throw).
-std::string refusal(const std::vector<uint8_t>& pkl) {
-  try {
-    read_state_dict_pickle(pkl);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-    return e.what();
-  }
-  return "";
-}
+std::string refusal(const std::vector<uint8_t>& pkl) { return testing::refusal(read_state_dict_pickle, pkl); }
 
 class RealPickles : public ::testing::TestWithParam<const char*> {};
 

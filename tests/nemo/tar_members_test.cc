@@ -11,27 +11,16 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "nemo_test_util.h"
 #include "steno/core/error.h"
 #include "steno/nemo/checkpoint.h"
 
 namespace steno::nemo {
 namespace {
 
-std::vector<uint8_t> bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EXPECT_TRUE(in) << path;
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using testing::bytes_of;
 
-std::string refusal(const std::vector<uint8_t>& tar) {
-  try {
-    read_tar(tar);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
-    return e.what();
-  }
-  return "";
-}
+std::string refusal(const std::vector<uint8_t>& tar) { return testing::refusal(read_tar, tar); }
 
 TEST(TarMembers, TheReferenceNemoFileReadInPlaceDownToItsTensors) {
   const std::vector<uint8_t> nemo = bytes_of(std::string(STENO_TEST_DATA) + "/nemo-tiny/model.nemo");
@@ -50,7 +39,7 @@ TEST(TarMembers, TheReferenceNemoFileReadInPlaceDownToItsTensors) {
   }
   EXPECT_TRUE(std::string(members[3].data.begin(), members[3].data.end()).find("encoder") != std::string::npos);
   const std::vector<CheckpointTensor> tensors = read_checkpoint(members[4].data);
-  std::ifstream in(std::string(STENO_TEST_DATA) + "/nemo-pickles/nemo-tiny.json");
+  std::ifstream in(testing::kPickles + "nemo-tiny.json");
   const nlohmann::json pickled = nlohmann::json::parse(in);
   ASSERT_EQ(tensors.size(), pickled.size());
   for (size_t k = 0; k < tensors.size(); ++k) EXPECT_EQ(tensors[k].ref.name, pickled[k]["name"]);

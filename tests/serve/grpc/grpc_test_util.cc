@@ -1,6 +1,10 @@
 #include "grpc_test_util.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
@@ -131,6 +135,18 @@ std::string trailer(const ::grpc::ClientContext& context, const std::string& key
   const auto& md = context.GetServerTrailingMetadata();
   const auto it = md.find(key);
   return it == md.end() ? std::string() : std::string(it->second.data(), it->second.size());
+}
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
 }
 
 }  // namespace steno::testing

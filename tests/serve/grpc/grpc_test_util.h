@@ -71,6 +71,9 @@ struct Output {
 // By name; a raw_output_contents entry that does not match its output's datatype fails the test.
 std::map<std::string, Output> outputs_of(const inference::ModelInferResponse& response);
 
+// A port nothing listens on right now (the kernel's pick for an ephemeral bind, released at once).
+int free_port();
+
 // The value of trailing metadata `key`, "" when absent.
 std::string trailer(const ::grpc::ClientContext& context, const std::string& key);
 

@@ -27,19 +27,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// A port nothing listens on right now (the kernel's pick for an ephemeral bind, released at once).
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 TEST(GrpcServeCli, RefusesBadPortSettings) {
   int rc = 0;
   std::string out = run(std::string(STENO_BINARY) + " serve --port 8123 --grpc-port 8123", &rc);

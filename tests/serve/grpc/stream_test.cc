@@ -3,11 +3,7 @@
 // pieces finish, then its answer, whose text is those words joined; a short one on the same stream gets one
 // response, the text `steno transcribe` gives; a failed request is an error on the stream, which goes on; a
 // cancelled stream leaves the server serving.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -20,18 +16,6 @@ namespace steno::testing {
 namespace {
 
 using Response = inference::ModelStreamInferResponse;
-
-int free_port() {  // the kernel's pick for an ephemeral bind, released at once
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 bool final_of(const Response& r) {
   const auto& p = r.infer_response().parameters();
@@ -77,6 +61,13 @@ class GrpcStream : public ::testing::Test {
     return pcm;
   }
 
+  // The long audio as request "long", its words streamed.
+  static inference::ModelInferRequest streamed_long_request() {
+    inference::ModelInferRequest r = request(long_audio(), "long");
+    (*r.mutable_parameters())["stream"].set_bool_param(true);
+    return r;
+  }
+
   int grpc_port_ = 0;
   std::unique_ptr<ServeProcess> server_;
   std::shared_ptr<::grpc::Channel> channel_;
@@ -87,9 +78,7 @@ TEST_F(GrpcStream, WordsAsTheyAreMadeThenTheAnswerAndAShortRequestBeside) {
   ::grpc::ClientContext context;
   prepare(context);
   auto stream = stub_->ModelStreamInfer(&context);
-  inference::ModelInferRequest long_one = request(long_audio(), "long");
-  (*long_one.mutable_parameters())["stream"].set_bool_param(true);
-  ASSERT_TRUE(stream->Write(long_one));
+  ASSERT_TRUE(stream->Write(streamed_long_request()));
   const std::string short_clip = "test-0000009.flac";
   ASSERT_TRUE(stream->Write(request(audio::load_audio_file(audio_path(short_clip)).samples, "short")));
   stream->WritesDone();
@@ -158,9 +147,7 @@ TEST_F(GrpcStream, ACancelledStreamLeavesTheServerServing) {
     ::grpc::ClientContext context;
     prepare(context);
     auto stream = stub_->ModelStreamInfer(&context);
-    inference::ModelInferRequest long_one = request(long_audio(), "long");
-    (*long_one.mutable_parameters())["stream"].set_bool_param(true);
-    ASSERT_TRUE(stream->Write(long_one));
+    ASSERT_TRUE(stream->Write(streamed_long_request()));
     Response first;
     ASSERT_TRUE(stream->Read(&first));  // the first stretch of words: the request is running
     context.TryCancel();

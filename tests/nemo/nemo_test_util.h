@@ -1,0 +1,36 @@
+// What the checkpoint readers' tests share: a file's bytes, and the Error message a read throws.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "steno/core/error.h"
+
+namespace steno::nemo::testing {
+
+inline const std::string kPickles = std::string(STENO_TEST_DATA) + "/nemo-pickles/";
+
+inline std::vector<uint8_t> bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in) << path;
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// The message of the kInvalidArgument Error that read(input) throws; "" when it throws none.
+template <typename Read>
+std::string refusal(Read read, const std::vector<uint8_t>& input) {
+  try {
+    read(input);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace steno::nemo::testing
