@@ -1,17 +1,10 @@
 #include "infer_call.h"
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
-#include <algorithm>
 #include <atomic>
 #include <functional>
 
-#include "status.h"
-#include "steno/core/error.h"
-#include "serve/frontend/kserve_model.h"
 #include "infer_request.h"
-#include "tensor_codec.h"
+#include "status.h"
 
 namespace steno::serve::rpc {
 
@@ -27,20 +20,16 @@ struct InferCall::CallState {
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
   std::atomic<bool> finished{false};
 
-  // Finishes the call once: `fill` (may be empty) writes the response or trailing metadata first. Returns false,
-  // touching nothing, when the call was already finished (the reactor may then be gone).
-  bool finish(Status status, const std::function<void()>& fill = {}) {
+  // Finishes the call once, with the status `make` returns; `make` writes the response or trailing metadata, and
+  // runs only for the caller that wins. Returns false, touching nothing, when the call was already finished (the
+  // reactor may then be gone).
+  bool finish(const std::function<Status()>& make) {
     if (finished.exchange(true)) return false;
-    if (fill) {
-      try {
-        fill();
-      } catch (const std::exception& e) {
-        response->Clear();
-        status = Status(StatusCode::INTERNAL, fmt::format("internal error building the response: {}", e.what()));
-      }
-    }
-    reactor->Finish(std::move(status));
+    reactor->Finish(make());
     return true;
+  }
+  bool finish(Status status) {
+    return finish([&] { return status; });
   }
 };
 
@@ -62,17 +51,16 @@ void submit(const std::shared_ptr<GrpcContext>& ctx, const std::shared_ptr<Infer
       const ServeError e = r.error();
       const Status status = grpc_status(e);
       log_failure(id, r.model, status);
-      state->finish(status, [&] {
+      state->finish([&] {
         if (const long after = retry_after_seconds(e); after > 0)
           state->call->AddTrailingMetadata(kRetryAfterKey, std::to_string(after));
+        return status;
       });
       return;
     }
-    state->finish(Status::OK, [&] {
+    state->finish([&] {
       add_warnings();
-      fill_infer_response(r.model, client_id,
-                          make_outputs(r, outputs, task, client_id.empty() ? std::string("audio") : client_id),
-                          state->response);
+      return infer_answer(r, outputs, client_id, task, state->response);  // INTERNAL if the response cannot be built
     });
   };
   ctx->service.submit(std::move(submission), std::move(answer));

@@ -1,9 +1,8 @@
 #include "stream_call.h"
 
-#include <fmt/format.h>
-
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -169,11 +168,12 @@ void StreamCall::submit_read_request() {
                        id = s.id](TranscriptionResponse r) {
       inference::ModelStreamInferResponse out;
       const Status status = infer_answer(r, outputs, client_id, task, out.mutable_infer_response());
-      if (!status.ok()) {
+      if (status.ok()) {
+        mark_final(out, true);
+      } else {
         log_failure(id, model, status);
-        out = failure(status, model, client_id);
+        out = failure(status, model, client_id);  // final too
       }
-      mark_final(out, true);
       state->send(std::move(out), flag, true);
     };
     state->ctx->service.submit(std::move(s), std::move(answer));
