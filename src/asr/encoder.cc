@@ -10,6 +10,7 @@
 #include "steno/ops/conv.h"
 #include "steno/ops/copy.h"
 #include "steno/ops/elementwise.h"
+#include "steno/ops/fused.h"
 #include "steno/ops/gemm.h"
 #include "steno/ops/norm.h"
 
@@ -264,20 +265,21 @@ void ConformerEncoder::run_layer(ops::Context& ctx, const Layer& L, Tensor& x, c
                                  const std::vector<int64_t>& lengths) const {
   const int64_t batch = x.dim(0), t = x.dim(1), d = x.dim(2);
   const DType dt = x.dtype();
-  Tensor h = ctx.scratch({batch, t, d}, dt);
+  // h: the normalised input of the block at hand; r: that block's output, added to the residual stream x by the
+  // op that also normalises x for the next block (ops::add_layer_norm, one pass on CUDA).
+  Tensor h = ctx.scratch({batch, t, d}, dt), r = ctx.scratch({batch, t, d}, dt);
   Tensor wide = ctx.scratch({batch, t, L.ff1.linear1.w.dim(0)}, dt);
-  auto feed_forward = [&](const LayerNormWeights& norm, const FeedForwardWeights& ff) {
-    ops::layer_norm(ctx, x, norm.gamma, norm.beta, kNormEps, h);
+  auto feed_forward = [&](const FeedForwardWeights& ff) {
     ops::linear(ctx, h, ff.linear1.w, ff.linear1.b, wide);
     ops::silu(ctx, wide, wide);
-    ops::linear(ctx, wide, ff.linear2.w, ff.linear2.b, h);
-    ops::add(ctx, x, h, 0.5f, x);  // macaron: half-step residual
+    ops::linear(ctx, wide, ff.linear2.w, ff.linear2.b, r);
   };
 
-  feed_forward(L.norm_ff1, L.ff1);
+  ops::layer_norm(ctx, x, L.norm_ff1.gamma, L.norm_ff1.beta, kNormEps, h);
+  feed_forward(L.ff1);
+  ops::add_layer_norm(ctx, x, r, 0.5f, L.norm_att.gamma, L.norm_att.beta, kNormEps, h);  // macaron: half-step
 
   // Relative-position self-attention.
-  ops::layer_norm(ctx, x, L.norm_att.gamma, L.norm_att.beta, kNormEps, h);
   Tensor q = ctx.scratch({batch, t, d}, dt), k = ctx.scratch({batch, t, d}, dt), v = ctx.scratch({batch, t, d}, dt);
   ops::linear(ctx, h, L.q.w, L.q.b, q);
   ops::linear(ctx, h, L.k.w, L.k.b, k);
@@ -286,24 +288,18 @@ void ConformerEncoder::run_layer(ops::Context& ctx, const Layer& L, Tensor& x, c
   ops::linear(ctx, pos, L.pos_w, Tensor(), p);
   Tensor att = ctx.scratch({batch, t, d}, dt);
   ops::rel_pos_attention(ctx, q, k, v, p, L.pos_bias_u, L.pos_bias_v, lengths, window_, att);
-  ops::linear(ctx, att, L.out.w, L.out.b, h);
-  ops::add(ctx, x, h, 1.0f, x);
+  ops::linear(ctx, att, L.out.w, L.out.b, r);
+  ops::add_layer_norm(ctx, x, r, 1.0f, L.norm_conv.gamma, L.norm_conv.beta, kNormEps, h);
 
   // Convolution module: pointwise -> GLU -> (mask) -> depthwise with folded BN -> SiLU -> pointwise.
-  ops::layer_norm(ctx, x, L.norm_conv.gamma, L.norm_conv.beta, kNormEps, h);
   Tensor glu_in = ctx.scratch({batch, t, 2 * d}, dt);
   ops::linear(ctx, h, L.pw1.w, L.pw1.b, glu_in);
-  Tensor gated = ctx.scratch({batch, t, d}, dt);
-  ops::glu(ctx, glu_in, gated);
-  ops::zero_padded_frames(ctx, gated, 1, lengths);
-  const int pad = (config_.conv_kernel_size - 1) / 2;
-  ops::depthwise_conv1d(ctx, gated, L.dw_w, L.dw_b, h, pad, config_.conv_kernel_size - 1 - pad);
-  ops::silu(ctx, h, h);
-  ops::linear(ctx, h, L.pw2.w, L.pw2.b, gated);
-  ops::add(ctx, x, gated, 1.0f, x);
+  ops::gated_depthwise_silu(ctx, glu_in, L.dw_w, L.dw_b, (config_.conv_kernel_size - 1) / 2, lengths, att);
+  ops::linear(ctx, att, L.pw2.w, L.pw2.b, r);
+  ops::add_layer_norm(ctx, x, r, 1.0f, L.norm_ff2.gamma, L.norm_ff2.beta, kNormEps, h);
 
-  feed_forward(L.norm_ff2, L.ff2);
-  ops::layer_norm(ctx, x, L.norm_out.gamma, L.norm_out.beta, kNormEps, x);
+  feed_forward(L.ff2);
+  ops::add_layer_norm(ctx, x, r, 0.5f, L.norm_out.gamma, L.norm_out.beta, kNormEps, x);
 }
 
 EncoderOutput ConformerEncoder::forward(ops::Context& ctx, const Tensor& features,

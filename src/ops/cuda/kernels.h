@@ -45,6 +45,14 @@ void layer_norm(Context& ctx, const Tensor& x, const Tensor& gamma, const Tensor
 void batch_norm(Context& ctx, const Tensor& x, const Tensor& mean, const Tensor& var, const Tensor& gamma,
                 const Tensor& beta, float eps, Tensor& y);
 
+// ---- fused_cuda.cc + fused.cu ----
+// False when $STENO_FUSED_OPS=0: the fused ops and layer_norm then run the plain kernels.
+bool fused_ops_enabled();
+void add_layer_norm(Context& ctx, Tensor& x, const Tensor& h, float alpha, const Tensor& gamma, const Tensor& beta,
+                    float eps, Tensor& y);
+void gated_depthwise_silu(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, int pad_left,
+                          const std::vector<int64_t>& lengths, Tensor& y);
+
 // ---- activation_cuda.cc + activation.cu ----
 void relu(Context& ctx, const Tensor& x, Tensor& y);
 void silu(Context& ctx, const Tensor& x, Tensor& y);
