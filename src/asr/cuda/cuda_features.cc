@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "audio_upload.h"
 #include "features_kernels.h"
 #include "steno/core/cuda.h"
 #include "steno/ops/copy.h"
@@ -50,14 +51,10 @@ Features CudaFeatureExtractor::compute(ops::Context& ctx, const std::vector<std:
   out.values = ctx.scratch({batch, max_frames, n_mels});
   if (batch == 0 || max_frames == 0) return out;
 
-  // Uploads straight from the callers' (pageable) buffers: each copy returns once CUDA has staged the bytes, so
-  // the clips may be freed when this returns, and no host-side packing copy is made.
   Tensor audio = ctx.scratch({std::max<int64_t>(total, 1)});
   Tensor dev_table = ctx.scratch({3 * batch}, DType::kI64);
   const steno::cuda::Stream& stream = ctx.stream();
-  for (int64_t b = 0; b < batch; ++b)
-    if (!clips[b].empty())
-      steno::cuda::memcpy_async(audio.data<float>() + table[b], clips[b].data(), clips[b].size_bytes(), stream);
+  upload_clips(ctx, clips, audio.data<float>());
   steno::cuda::memcpy_async(dev_table.raw(), table.data(), table.size() * sizeof(int64_t), stream);
 
   const int64_t* t = static_cast<const int64_t*>(dev_table.raw());
