@@ -41,6 +41,7 @@
 
 #include <fmt/format.h>
 
+#include "audio_upload.h"
 #include "cuda_features.h"
 #include "cuda_tdt_decoder.h"
 #include "mix_workload.h"
@@ -361,6 +362,32 @@ void features(benchmark::State& state, BatchShape shape) {
                                      : " (CPU, " + std::to_string(e.host.num_threads()) + " threads)"));
 }
 
+// The front end's audio transfer alone, both ways: straight from the clips' pageable memory (CUDA stages it
+// itself, one clip after another) and packed into pinned memory by several threads (asr::upload_clips, what the
+// front end does).
+void upload(benchmark::State& state, BatchShape shape, bool staged) {
+  Engine& e = engine();
+  Prepared& p = prepared(shape);
+  int64_t total = 0;
+  for (const auto& c : p.clips) total += static_cast<int64_t>(c.size());
+  Tensor dst = e.ctx.scratch({total});
+  for (auto _ : state) {
+    if (staged) {
+      asr::upload_clips(e.ctx, p.clips, dst.data<float>());
+    } else {
+      float* at = dst.data<float>();
+      for (const auto& c : p.clips) {
+        steno::cuda::memcpy_async(at, c.data(), c.size_bytes(), e.ctx.stream());
+        at += c.size();
+      }
+      e.ctx.synchronize();
+    }
+  }
+  state.counters["gb_per_s"] = benchmark::Counter(static_cast<double>(total) * 4 * 1e-9 * state.iterations(),
+                                                  benchmark::Counter::kIsRate);
+  state.SetLabel(label(shape));
+}
+
 void encoder(benchmark::State& state, BatchShape shape) {
   Engine& e = engine();
   Prepared& p = prepared(shape);
@@ -502,6 +529,8 @@ benchmark::internal::Benchmark* add(const std::string& name, Fn fn, Args... args
 void register_benchmarks() {
   add("gemm_peak", gemm_peak);
   for (const BatchShape& s : kShapes) {
+    add("upload/pageable/" + s.name(), upload, s, false);
+    add("upload/staged/" + s.name(), upload, s, true);
     add("features/" + s.name(), features, s);
     add("encoder/" + s.name(), encoder, s);
     add("encoder_ops/" + s.name(), encoder_ops, s)->Iterations(3)->Repetitions(1);
