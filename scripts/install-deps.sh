@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libsndfile1-dev libsoxr-dev libdnnl-dev libopenblas-openmp-dev libhwy-dev
   libsentencepiece-dev sentencepiece
+  libyaml-cpp-dev  # model_config.yaml of NeMo checkpoints (steno model import)
   prometheus-cpp-dev
   libboost1.81-dev  # Beast + Asio, header-only (the HTTP server)
   # KServe over gRPC (optional at build time: CMake STENO_WITH_GRPC); protobuf is linked statically (libprotobuf.a)
