@@ -1,5 +1,6 @@
-// `steno model info DIR` (transcription and diarization models) and
-// `steno model random --like CONFIG_OR_DIR --out DIR [--token-rate R --calibrate-on FILE...]`.
+// `steno model info DIR` (transcription and diarization models),
+// `steno model random --like CONFIG_OR_DIR --out DIR [--token-rate R --calibrate-on FILE...]` and
+// `steno model import FILE.nemo --out DIR [--frontend-version 2.4|2.5] [--dtype ...] [--postprocessing FILE]`.
 #include <cstdio>
 
 #include "commands.h"
@@ -9,6 +10,7 @@
 #include "steno/diar/sortformer_tools.h"
 #include "steno/core/device.h"
 #include "steno/core/dtype.h"
+#include "steno/nemo/import.h"
 
 namespace steno::cli {
 namespace {
@@ -21,13 +23,15 @@ struct ModelOptions {
   std::vector<std::string> calibration_audio;
   int threads = 0;
   std::string device = "cpu";
+  std::string nemo, frontend_version, postprocessing, name;
 };
 
 }  // namespace
 
 Run add_model_command(CLI::App& app) {
   auto opt = std::make_shared<ModelOptions>();
-  CLI::App* cmd = app.add_subcommand("model", "Inspect model directories or make random-weight ones");
+  CLI::App* cmd =
+      app.add_subcommand("model", "Inspect model directories, make random-weight ones, import NeMo checkpoints");
   cmd->require_subcommand(1);
   CLI::App* info = cmd->add_subcommand("info", "Describe a model directory (reads headers only)");
   info->add_option("dir", opt->dir, "Model directory")->required();
@@ -52,7 +56,29 @@ Run add_model_command(CLI::App& app) {
   random->add_option("--device", opt->device,
                      "Where the calibration's encoder pass and trial decodes run: cpu or cuda[:N] (seconds instead of "
                      "minutes for a 0.6b model)");
-  return [opt, info, random]() -> int {
+  CLI::App* import_cmd = cmd->add_subcommand(
+      "import", "Turn a NeMo checkpoint (.nemo: FastConformer-TDT or Sortformer) into a model directory, as "
+                "tools/convert_nemo.py does, without Python");
+  import_cmd->add_option("nemo", opt->nemo, "The .nemo file")->required();
+  import_cmd->add_option("--out", opt->out, "Output directory (must not exist, or be empty)")->required();
+  import_cmd->add_option("--frontend-version", opt->frontend_version,
+                     "NeMo front end to reproduce: 2.4 or 2.5 (default: from the checkpoint's nemo_version)");
+  import_cmd->add_option("--dtype", opt->dtype, "Weight storage: f32, f16 or bf16");
+  import_cmd->add_option("--postprocessing", opt->postprocessing,
+                     "Sortformer: a NeMo post-processing yaml whose parameters go into config.json");
+  import_cmd->add_option("--name", opt->name, "The model's name in config.json (default: the file's name)");
+  return [opt, info, random, import_cmd]() -> int {
+    if (import_cmd->parsed()) {
+      nemo::ImportOptions o;
+      if (!opt->frontend_version.empty()) o.frontend_version = opt->frontend_version;
+      o.dtype = opt->dtype;
+      if (!opt->postprocessing.empty()) o.postprocessing = opt->postprocessing;
+      o.name = opt->name;
+      const nemo::ImportResult r = nemo::import_nemo(opt->nemo, opt->out, o);
+      std::printf("wrote %s (%s, frontend %s, dtype %s)\n%s\n", opt->out.c_str(), r.model_type.c_str(),
+                  r.frontend_version.c_str(), opt->dtype.c_str(), r.summary.c_str());
+      return 0;
+    }
     if (info->parsed()) {
       const bool diarizer = asr::model_type_of(opt->dir) == "sortformer";
       std::printf("%s\n", (diarizer ? diar::describe_sortformer(opt->dir) : asr::describe_model(opt->dir)).c_str());
