@@ -45,11 +45,26 @@ float element_as_f32(const uint8_t* p, TorchType t) {
   fail(ErrorCode::kInternal, "element_as_f32 of {}", torch_type_name(t));
 }
 
+bool contiguous(const TensorRef& r) {
+  int64_t expect = 1;
+  for (size_t d = r.shape.size(); d-- > 0;) {
+    if (r.shape[d] != 1 && r.stride[d] != expect) return false;
+    expect *= r.shape[d];
+  }
+  return true;
+}
+
 // The tensor's elements in C order as f32, `count` of them from element `first` on, into `out`.
 void gather_f32(const CheckpointTensor& t, int64_t first, int64_t count, float* out) {
   const std::vector<int64_t>& shape = t.ref.shape;
   const size_t rank = shape.size();
   const int esize = torch_type_size(t.ref.type);
+  if (contiguous(t.ref)) {  // the usual case: one run of elements
+    const uint8_t* p = t.storage.data() + (t.ref.offset + first) * esize;
+    if (t.ref.type == TorchType::kF32) std::memcpy(out, p, static_cast<size_t>(count) * 4);
+    else for (int64_t k = 0; k < count; ++k) out[k] = element_as_f32(p + k * esize, t.ref.type);
+    return;
+  }
   std::vector<int64_t> index(rank, 0);
   int64_t rest = first;
   for (size_t d = rank; d-- > 0;) {
@@ -65,15 +80,6 @@ void gather_f32(const CheckpointTensor& t, int64_t first, int64_t count, float* 
       index[d] = 0;
     }
   }
-}
-
-bool contiguous(const TensorRef& r) {
-  int64_t expect = 1;
-  for (size_t d = r.shape.size(); d-- > 0;) {
-    if (r.shape[d] != 1 && r.stride[d] != expect) return false;
-    expect *= r.shape[d];
-  }
-  return true;
 }
 
 struct Planned {

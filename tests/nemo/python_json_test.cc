@@ -1,10 +1,8 @@
 // JSON as Python's json module writes it: the expected strings are what CPython 3.11 prints for the same values.
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <cmath>
 
-#include "nemo/import_weights.h"
 #include "nemo/python_json.h"
 
 namespace steno::nemo {
@@ -29,21 +27,6 @@ TEST(PythonJson, IndentedAndCompactLayouts) {
             "{\n  \"b\": 1,\n  \"a\": [\n    -1,\n    2.0\n  ],\n  \"e\": [],\n"
             "  \"s\": \"\xe2\x96\x81t\\\"\\\\\\n\\u0001\"\n}");
   EXPECT_EQ(python_json_compact(j), "{\"b\":1,\"a\":[-1,2.0],\"e\":[],\"s\":\"\xe2\x96\x81t\\\"\\\\\\n\\u0001\"}");
-}
-
-TEST(PythonJson, HalfFloatsRoundAsNumpyAndTheConverter) {
-  // Round to nearest even: 1 + 2^-11 is halfway between 1 and the next f16, and goes to the even one (1).
-  EXPECT_EQ(numpy_f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
-  EXPECT_EQ(numpy_f32_to_f16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
-  EXPECT_EQ(numpy_f32_to_f16(65520.0f), 0x7c00);  // rounds past 65504
-  EXPECT_EQ(numpy_f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);  // halfway to the smallest subnormal: even
-  // NaN: numpy keeps sign and payload's top bits, and keeps it a NaN
-  EXPECT_EQ(numpy_f32_to_f16(std::bit_cast<float>(0x7fc00000u)), 0x7e00);
-  EXPECT_EQ(numpy_f32_to_f16(std::bit_cast<float>(0xff800001u)), 0xfc01);
-  EXPECT_EQ(numpy_f32_to_f16(std::bit_cast<float>(0x7fbfffffu)), 0x7dff);
-  EXPECT_EQ(converter_f32_to_bf16(std::bit_cast<float>(0xffc00001u)), 0x7fc0);  // the converter's one NaN
-  EXPECT_EQ(converter_f32_to_bf16(std::bit_cast<float>(0x3f808000u)), 0x3f80);  // halfway: even
-  EXPECT_EQ(converter_f32_to_bf16(std::bit_cast<float>(0x3f818000u)), 0x3f82);
 }
 
 }  // namespace
