@@ -77,6 +77,8 @@ YamlValue read_postprocessing(const fs::path& file) {
 class StagingDir {
  public:
   explicit StagingDir(const fs::path& out) {
+    std::error_code ec;
+    if (out.has_parent_path()) fs::create_directories(out.parent_path(), ec);  // as the converter's makedirs
     std::string pattern = out.string() + ".tmp-XXXXXX";
     if (!::mkdtemp(pattern.data()))
       fail(ErrorCode::kUnavailable, "{}: cannot create a directory beside it: {}", out.string(), std::strerror(errno));
