@@ -78,7 +78,8 @@ __global__ void __launch_bounds__(kRowThreads)
   float* pp = pred_proj + static_cast<size_t>(b) * joint;
   const T* g = g_new + static_cast<size_t>(b) * joint;
   T* h = hidden + static_cast<size_t>(b) * joint;
-  for (int j = threadIdx.x; j < joint; j += kRowThreads) {
+  // One element per thread (grid y covers the row): a loop would wait out one load latency per pass.
+  for (int j = blockIdx.y * kRowThreads + threadIdx.x; j < joint; j += gridDim.y * kRowThreads) {
     float pred;
     if (emitted) {
       pred = to_f32(g[j]) + pred_b[j];
@@ -92,6 +93,31 @@ __global__ void __launch_bounds__(kRowThreads)
 }
 
 // ---- update ----------------------------------------------------------------------------------------------
+
+// What the update of one row reads besides the token logits: loaded together, up front.
+struct RowState {
+  int t, len, count, sym, last_ts, steps, out_cap;
+  int32_t* out;
+  float duration_logit[kMaxDurations];
+};
+
+template <typename T>
+__device__ __forceinline__ RowState load_row_state(const TdtDims& d, const TdtCallParams* p, const TdtRows& r,
+                                                   const T* row, const float* out_b, int b) {
+  RowState st;
+  st.t = r.t[b];
+  st.len = r.len[b];
+  st.count = r.count[b];
+  st.sym = r.sym[b];
+  st.last_ts = r.last_ts[b];
+  st.steps = r.steps[b];
+  st.out_cap = p->out_cap;
+  st.out = p->out;
+#pragma unroll
+  for (int j = 0; j < kMaxDurations; ++j)
+    st.duration_logit[j] = j < d.n_durations ? to_f32(row[d.blank + 1 + j]) + out_b[d.blank + 1 + j] : 0.0f;
+  return st;
+}
 
 template <typename T>
 __global__ void __launch_bounds__(kUpdateThreads)
@@ -107,9 +133,14 @@ __global__ void __launch_bounds__(kUpdateThreads)
 
   if (r.active[b] != 0) {  // uniform across the block, so the barriers inside are safe
     const T* row = logits + static_cast<size_t>(b) * d.n_out;
+    // Thread 0's loads of the row's state and duration logits are issued here, before the argmax, so that their
+    // latencies overlap it instead of following one another after it (a step is latency-bound).
+    RowState st;
+    if (tid == 0) st = load_row_state(d, p, r, row, out_b, b);
     // Token argmax over [0, blank]: a strided scan per thread, then warps, then the block.
     float best = 0.0f;
     int best_i = -1;
+#pragma unroll 4
     for (int k = tid; k <= d.blank; k += kUpdateThreads) {
       const float v = to_f32(row[k]) + out_b[k];
       if (beats(v, k, best, best_i)) {
@@ -132,30 +163,24 @@ __global__ void __launch_bounds__(kUpdateThreads)
       const int k = best_i;
       // Duration argmax (first maximum), then NeMo's rules (docs/engine.md, "Greedy TDT decoding").
       int d_idx = 0;
-      float d_best = to_f32(row[d.blank + 1]) + out_b[d.blank + 1];
-      for (int j = 1; j < d.n_durations; ++j) {
-        const float v = to_f32(row[d.blank + 1 + j]) + out_b[d.blank + 1 + j];
-        if (v > d_best) {
-          d_best = v;
-          d_idx = j;
-        }
-      }
+      for (int j = 1; j < d.n_durations; ++j)
+        if (st.duration_logit[j] > st.duration_logit[d_idx]) d_idx = j;
       int dur = d.durations[d_idx];
       if (k == d.blank && dur == 0) dur = 1;  // a blank never stays on its frame
-      const int t_label = r.t[b];
+      const int t_label = st.t;
       int t = t_label + dur;
-      r.steps[b] += 1;
+      r.steps[b] = st.steps + 1;
       int label = -1;
       if (k != d.blank) {
-        const int n = r.count[b];
-        if (n < p->out_cap) {
-          int32_t* o = p->out + (static_cast<size_t>(b) * p->out_cap + n) * 3;
+        const int n = st.count;
+        if (n < st.out_cap) {
+          int32_t* o = st.out + (static_cast<size_t>(b) * st.out_cap + n) * 3;
           o[0] = k;
           o[1] = t_label;
           o[2] = dur;
         }
         r.count[b] = n + 1;  // counted even past out_cap, so that the host sees the overflow and retries
-        const int sym = t_label == r.last_ts[b] ? r.sym[b] + 1 : 1;
+        const int sym = t_label == st.last_ts ? st.sym + 1 : 1;
         r.sym[b] = sym;
         r.last_ts[b] = t_label;
         // Force progress only when stuck: max_symbols tokens on one frame and the last one had duration 0.
@@ -164,7 +189,7 @@ __global__ void __launch_bounds__(kUpdateThreads)
       }
       r.t[b] = t;
       r.emitted[b] = label >= 0;
-      r.active[b] = t < r.len[b];
+      r.active[b] = t < st.len;
       s_label = label;
     }
     __syncthreads();
@@ -243,7 +268,8 @@ void launch_tdt_joint_hidden(Dt dt, const TdtDims& dims, const TdtCallParams* pa
                              void* hidden, cudaStream_t stream) {
   dispatch_dt(dt, [&](auto tag) {
     using T = decltype(tag);
-    tdt_joint_hidden_kernel<T><<<dims.rows, kRowThreads, 0, stream>>>(
+    const dim3 grid(static_cast<unsigned>(dims.rows), ops::cuda::blocks_for(dims.joint, kRowThreads));
+    tdt_joint_hidden_kernel<T><<<grid, kRowThreads, 0, stream>>>(
         dims, params, rows, static_cast<const T*>(g_new), pred_b, enc_b, pred_proj, static_cast<T*>(hidden));
   });
   ops::cuda::check_launch("tdt_joint_hidden");
