@@ -284,7 +284,7 @@ Json postprocessing_config(const YamlValue* doc) {
 
 Json sortformer_config(const YamlValue& original, const std::string& name, const std::string& fv,
                        const YamlValue* postprocessing) {
-  size_t budget = 1'000'000;
+  size_t budget = YamlLimits{}.max_nodes;  // the copies references make, bounded as the document itself is
   const YamlValue y = resolve(original, original, 0, budget);
   const Section p{section(y, "preprocessor", true), "preprocessor"}, e{section(y, "encoder", true), "encoder"};
   const Section t{section(y, "transformer_encoder", true), "transformer_encoder"};

@@ -17,7 +17,7 @@ namespace steno::nemo {
 
 struct YamlLimits {
   size_t max_bytes = 16u << 20;        // the document's text
-  size_t max_nodes = 1'000'000;        // values once aliases are expanded (a Parakeet config has ~5,000)
+  size_t max_nodes = 200'000;          // values once aliases are expanded (a Parakeet config has ~5,000)
   size_t max_string_bytes = 64u << 20;  // all strings once aliases are expanded
   int max_depth = 64;
 };
