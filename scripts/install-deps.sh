@@ -11,6 +11,7 @@ packages=(
   libsndfile1-dev libsoxr-dev libdnnl-dev libopenblas-openmp-dev libhwy-dev
   libsentencepiece-dev sentencepiece
   libyaml-cpp-dev  # model_config.yaml of NeMo checkpoints (steno model import)
+  libssl-dev  # SHA-256 of .nemo checkpoints (the model cache)
   prometheus-cpp-dev
   libboost1.81-dev  # Beast + Asio, header-only (the HTTP server)
   # KServe over gRPC (optional at build time: CMake STENO_WITH_GRPC); protobuf is linked statically (libprotobuf.a)

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 
 namespace steno::cli {
 
@@ -23,5 +24,13 @@ Run add_bench_command(CLI::App& app);
 std::string default_model_dir();
 // The same for the speaker diarization model: $STENO_DIARIZER, else the bundled diarizer.
 std::string default_diarizer_dir();
+
+// The one place a model given on the command line becomes a directory: a NeMo checkpoint (FILE.nemo) is imported
+// into the model cache on first use (steno/nemo/model_cache.h; a line on stderr says so) and its cached
+// directory returned; anything else is returned as given.
+std::string model_path(const std::string& given);
+// model_path() of --model (--diarizer), or of the default above when it is empty.
+std::string resolve_model_dir(const std::string& given);
+std::string resolve_diarizer_dir(const std::string& given);
 
 }  // namespace steno::cli

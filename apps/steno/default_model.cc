@@ -1,10 +1,12 @@
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
 #include "commands.h"
 #include "steno/core/error.h"
+#include "steno/nemo/model_cache.h"
 
 namespace steno::cli {
 
@@ -45,6 +47,22 @@ std::string default_diarizer_dir() {
        "no --diarizer given, $STENO_DIARIZER is unset, and there is no bundled diarizer (models/{}) in this build; "
        "convert a NeMo Sortformer checkpoint with tools/convert_nemo.py and pass --diarizer DIR",
        kBundledDiarizer);
+}
+
+std::string model_path(const std::string& given) {
+  if (!nemo::is_nemo_file(given)) return given;
+  const nemo::CachedModel m = nemo::cached_model(given, nemo::cache_root(), [](const std::string& line) {
+    std::fprintf(stderr, "steno: %s\n", line.c_str());
+  });
+  return m.dir.string();
+}
+
+std::string resolve_model_dir(const std::string& given) {
+  return model_path(given.empty() ? default_model_dir() : given);
+}
+
+std::string resolve_diarizer_dir(const std::string& given) {
+  return model_path(given.empty() ? default_diarizer_dir() : given);
 }
 
 }  // namespace steno::cli

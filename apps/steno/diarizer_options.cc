@@ -45,7 +45,7 @@ class RecordingProgress {
 
 void DiarizerOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--diarizer", diarizer,
-                  "Sortformer model directory (default: $STENO_DIARIZER or the bundled diarizer)");
+                  "Sortformer model directory or .nemo checkpoint (default: $STENO_DIARIZER or the bundled diarizer)");
   auto* st = cmd->add_option_group("streaming", "Streaming Sortformer: chunk by chunk, any length, bounded memory");
   st->add_option("--streaming", streaming,
                  "Diarize in streaming mode with a preset: 1.04s, 30.4s (the published latencies) or model (the "
@@ -67,7 +67,7 @@ void DiarizerOptions::add_to(CLI::App* cmd) {
 Diarizer::Diarizer(const DiarizerOptions& options, const Compute& compute) : options_(options) {
   const bool asked = !options.streaming.empty() || !options.streaming_params.empty();
   STENO_CHECK(!(options.offline && asked), "--offline and --streaming/--streaming-param exclude each other");
-  const std::string dir = options.diarizer.empty() ? default_diarizer_dir() : options.diarizer;
+  const std::string dir = resolve_diarizer_dir(options.diarizer);
   const auto start = std::chrono::steady_clock::now();
   model_ = diar::SortformerModel::load(dir, {compute.device, compute.dtype});
   load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -34,7 +34,8 @@ Run add_model_command(CLI::App& app) {
       app.add_subcommand("model", "Inspect model directories, make random-weight ones, import NeMo checkpoints");
   cmd->require_subcommand(1);
   CLI::App* info = cmd->add_subcommand("info", "Describe a model directory (reads headers only)");
-  info->add_option("dir", opt->dir, "Model directory")->required();
+  info->add_option("dir", opt->dir, "Model directory, or a .nemo checkpoint (imported into the cache on first use)")
+      ->required();
   CLI::App* random = cmd->add_subcommand(
       "random", "Write a model with the shapes of a config and random weights (for benchmarks of models whose "
                 "weights are not at hand)");
@@ -80,6 +81,7 @@ Run add_model_command(CLI::App& app) {
       return 0;
     }
     if (info->parsed()) {
+      opt->dir = model_path(opt->dir);
       const bool diarizer = asr::model_type_of(opt->dir) == "sortformer";
       std::printf("%s\n", (diarizer ? diar::describe_sortformer(opt->dir) : asr::describe_model(opt->dir)).c_str());
       return 0;

@@ -46,7 +46,10 @@ struct ServeCommand {
       }
       for (const std::string& text : g->texts) g->option->parse(config, text);
     }
-    if (config.model.dir.empty()) config.model.dir = default_model_dir();
+    // A .nemo is imported into the model cache here, once, so that the server, its workers and their restarts
+    // all see a directory.
+    config.model.dir = resolve_model_dir(config.model.dir);
+    if (!config.diarizer.dir.empty()) config.diarizer.dir = model_path(config.diarizer.dir);
     return config;
   }
 };

@@ -98,7 +98,7 @@ int run_transcribe(const TranscribeOptions& opt) {
   const DType dtype = compute.dtype;
   ops::Context& ctx = compute.ctx;
 
-  const std::string model_dir = opt.model.empty() ? default_model_dir() : opt.model;
+  const std::string model_dir = resolve_model_dir(opt.model);
   asr::ModelOverrides overrides;
   overrides.local_attention = opt.local_attention;
   overrides.device = device;
@@ -276,7 +276,8 @@ Run add_transcribe_command(CLI::App& app) {
   auto opt = std::make_shared<TranscribeOptions>();
   CLI::App* cmd = app.add_subcommand("transcribe", "Transcribe audio files (WAV, FLAC, OGG/Vorbis, Opus, MP3)");
   cmd->add_option("files", opt->files, "Audio files")->required();
-  cmd->add_option("-m,--model", opt->model, "Model directory (default: $STENO_MODEL or the bundled model)");
+  cmd->add_option("-m,--model", opt->model,
+                  "Model directory or .nemo checkpoint (default: $STENO_MODEL or the bundled model)");
   cmd->add_option("-f,--format", opt->format, "Output: text (one line per file) or json (words, segments, timings)");
   add_compute_options(cmd, opt->compute);
   cmd->add_option("-b,--batch-size", opt->batch_size, "Files per batch (sorted by length first)");

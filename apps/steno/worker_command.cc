@@ -30,7 +30,7 @@ int run_worker(const WorkerArgs& a) {
   serve::fleet::WorkerOptions o;
   o.socket_fd = a.socket_fd;
   o.index = a.index;
-  o.model_dir = a.model.empty() ? default_model_dir() : a.model;
+  o.model_dir = resolve_model_dir(a.model);
   o.device = parse_device(a.device);
   o.dtype = parse_dtype(a.dtype);
   o.threads = a.threads;
@@ -61,7 +61,8 @@ Run add_worker_command(CLI::App& app) {
   cmd->group("");  // started by the server only
   cmd->add_option("--socket-fd", args->socket_fd, "Descriptor of this worker's socket to the server")->required();
   cmd->add_option("--index", args->index, "This worker's place in the fleet");
-  cmd->add_option("-m,--model", args->model, "Model directory (default: $STENO_MODEL or the bundled model)");
+  cmd->add_option("-m,--model", args->model,
+                  "Model directory or .nemo checkpoint (default: $STENO_MODEL or the bundled model)");
   cmd->add_option("--device", args->device, "cpu or cuda[:N]");
   cmd->add_option("--dtype", args->dtype, "Compute dtype: f32, f16 or bf16");
   cmd->add_option("--threads", args->threads, "CPU threads (0: default)");

@@ -136,7 +136,7 @@ Option models_option(const std::string& group) {
   o.group = group;
   o.value_name = "ROLE=DIR,...";
   o.help = "The served models together: asr=DIR and diarizer=DIR (the same as --model asr=DIR --model diarizer=DIR; "
-           "in the config file an array of those, or of {\"role\", \"dir\"})";
+           "in the config file an array of those, or of {\"role\", \"dir\"}); a DIR may be a .nemo checkpoint";
   o.parse = [](ServeConfig& c, std::string_view text) {
     for (const std::string& item : Codec<std::vector<std::string>>::parse(text, "models"))
       assign_model(c, item, "models");
@@ -232,7 +232,9 @@ std::vector<Option> make_options() {
                    STENO_FIELD(drain_timeout_s)));
 
   const std::string model = "Model";
-  Option model_dir = bind(model, {"model", {"m"}, "DIR", "Model directory (\"\": $STENO_MODEL or the bundled model); "
+  Option model_dir = bind(model, {"model", {"m"}, "DIR", "Model directory (\"\": $STENO_MODEL or the bundled model) "
+                                                        "or .nemo checkpoint (imported into the model cache on first "
+                                                        "use, as everywhere a DIR is taken); "
                                                         "asr=DIR the same, diarizer=DIR the diarizer's (--diarizer): "
                                                         "--model asr=A --model diarizer=B serves both"},
                           STENO_FIELD(model.dir));
@@ -323,7 +325,8 @@ std::vector<Option> make_options() {
                    STENO_FIELD(model.green_sms)));
 
   const std::string diar = "Diarizer";
-  t.push_back(bind(diar, {"diarizer", {}, "DIR", "Also serve this Sortformer diarizer (POST /v1/audio/diarizations, and "
+  t.push_back(bind(diar, {"diarizer", {}, "DIR", "Also serve this Sortformer diarizer (directory or .nemo; "
+                                                  "POST /v1/audio/diarizations, and "
                                                   "speakers in transcripts: diarized_json, diarize=true), on the "
                                                   "model's device and dtype (\"\": none)"},
                    STENO_FIELD(diarizer.dir)));
