@@ -12,6 +12,7 @@ packages=(
   libsentencepiece-dev sentencepiece
   libyaml-cpp-dev  # model_config.yaml of NeMo checkpoints (steno model import)
   libssl-dev  # SHA-256 of .nemo checkpoints (the model cache)
+  libcurl4-openssl-dev  # steno model pull (the Hugging Face Hub)
   prometheus-cpp-dev
   libboost1.81-dev  # Beast + Asio, header-only (the HTTP server)
   # KServe over gRPC (optional at build time: CMake STENO_WITH_GRPC); protobuf is linked statically (libprotobuf.a)
