@@ -26,8 +26,9 @@ std::string default_model_dir() {
   for (const auto& c : candidates)
     if (fs::exists(c / "config.json")) return fs::weakly_canonical(c).string();
   fail(ErrorCode::kNotFound,
-       "no --model given, $STENO_MODEL is unset, and the bundled model (models/{}) is missing; convert a NeMo "
-       "checkpoint with tools/convert_nemo.py or make one with `steno model random`",
+       "no --model given, $STENO_MODEL is unset, and the bundled model (models/{}) is missing; pass a NeMo "
+       "checkpoint (--model X.nemo, or `steno model pull nvidia/parakeet-tdt-0.6b-v2`) or make a model with "
+       "`steno model random`",
        kBundledModel);
 }
 
@@ -45,7 +46,8 @@ std::string default_diarizer_dir() {
     if (fs::exists(c / "config.json")) return fs::weakly_canonical(c).string();
   fail(ErrorCode::kNotFound,
        "no --diarizer given, $STENO_DIARIZER is unset, and there is no bundled diarizer (models/{}) in this build; "
-       "convert a NeMo Sortformer checkpoint with tools/convert_nemo.py and pass --diarizer DIR",
+       "pass a NeMo Sortformer checkpoint (--diarizer X.nemo, or `steno model pull "
+       "nvidia/diar_streaming_sortformer_4spk-v2`)",
        kBundledDiarizer);
 }
 
