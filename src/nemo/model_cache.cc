@@ -157,7 +157,7 @@ fs::path cache_root() {
 
 bool is_nemo_file(const fs::path& path) {
   std::error_code ec;
-  return path.extension() == ".nemo" && fs::is_regular_file(path, ec);
+  return path.extension() == ".nemo" && !fs::is_directory(path, ec);
 }
 
 fs::path find_cached_model(const fs::path& root, const std::string& sha256) {

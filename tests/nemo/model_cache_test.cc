@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,8 @@ using steno::testing::slurp;
 
 const fs::path kNemo = fs::path(STENO_TEST_DATA) / "nemo-tiny/model.nemo";
 const fs::path kConvertedAuto = fs::path(STENO_BINARY_DIR) / "testdata/nemo-import/nemo-tiny-auto";
+const fs::path kDiarNemo = fs::path(STENO_TEST_DATA) / "sortformer-tiny/model.nemo";
+const fs::path kConvertedDiar = fs::path(STENO_BINARY_DIR) / "testdata/nemo-import/sortformer-tiny";
 const std::string kSteno = STENO_BINARY;
 
 std::string clips() {
@@ -161,6 +164,50 @@ TEST_F(ModelCache, TranscribeFromANemoFile) {
   EXPECT_EQ(code, 0) << err;
   EXPECT_FALSE(info.empty());
   EXPECT_EQ(info, steno(fmt::format("model info {}", dir.string()), &code));
+}
+
+// `steno diarize --diarizer X.nemo` gives the RTTM of the converter's directory.
+TEST_F(ModelCache, DiarizeFromANemoFile) {
+  const std::string audio = (fs::path(STENO_TEST_DATA) / "diar-testset/conv04.flac").string();
+  int code = -1;
+  std::string err;
+  const std::string want = steno(fmt::format("diarize --diarizer {} {}", kConvertedDiar.string(), audio), &code, &err);
+  ASSERT_EQ(code, 0) << err;
+  ASSERT_NE(want.find("SPEAKER conv04"), std::string::npos) << want;
+  EXPECT_EQ(steno(fmt::format("diarize --diarizer {} {}", kDiarNemo.string(), audio), &code, &err), want);
+  EXPECT_EQ(code, 0) << err;
+  EXPECT_EQ(count(err, "importing model.nemo into the cache (first use)"), 1u) << err;
+  const std::vector<CacheEntry> listed = list_cached_models(cache_);
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].model_type, "sortformer");
+}
+
+// The hash memo follows the file: rewritten in place (same size, later mtime), it is hashed again.
+TEST_F(ModelCache, ARewrittenFileIsHashedAgain) {
+  const fs::path copy = tmp_ / "rewritten.nemo";
+  fs::copy_file(kNemo, copy);
+  const CachedModel first = cached_model(copy, cache_);
+  EXPECT_TRUE(first.imported);
+  EXPECT_EQ(cached_model(copy, cache_).dir, first.dir);
+
+  std::vector<uint8_t> bytes = bytes_of(copy.string());
+  bytes[bytes.size() / 2] ^= 0xff;
+  std::ofstream(copy, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  fs::last_write_time(copy, fs::last_write_time(copy) + std::chrono::seconds(2));  // past the clock's granularity
+  try {
+    cached_model(copy, cache_);
+    ADD_FAILURE() << "the corrupted copy was taken for the cached model";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("corrupt"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(list_cached_models(cache_).size(), 1u);
+
+  int code = -1;
+  std::string err;
+  steno("transcribe --model /nonexistent/missing.nemo x.wav", &code, &err);
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(err.find("/nonexistent/missing.nemo: no such .nemo file"), std::string::npos) << err;
 }
 
 // Two processes given the same new checkpoint at once: both succeed with the same directory, imported once.

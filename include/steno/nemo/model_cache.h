@@ -20,7 +20,8 @@ namespace steno::nemo {
 // $STENO_CACHE_DIR, else $XDG_CACHE_HOME/steno, else $HOME/.cache/steno. kNotFound when none of them is set.
 std::filesystem::path cache_root();
 
-// Whether `path` names a .nemo checkpoint rather than a model directory: a regular file ending in ".nemo".
+// Whether `path` names a .nemo checkpoint rather than a model directory: it ends in ".nemo" and is not a directory
+// (a missing one is a checkpoint, so that cached_model() says it is missing).
 bool is_nemo_file(const std::filesystem::path& path);
 
 // Progress lines for a person ("importing X.nemo into the cache (first use) ...").
