@@ -6,7 +6,8 @@ Serves one repository with the Hub's URL layout:
   GET /<repo>/resolve/<rev>/<file>                     the file's bytes; "Range: bytes=N-" answered with 206
 Every request is logged as a JSON line (method, path, range, authorization) to --log, so a test can check what was
 asked. --cut-after N: the first download of a file sends N bytes of it and closes the connection. --lie-sha256:
-the metadata states a wrong SHA-256. --extra FILE: another sibling (e.g. a second .nemo). The chosen port is written
+the metadata states a wrong SHA-256; --lie-size N: a size of N bytes. --metadata-body FILE: FILE's bytes are the
+metadata answer (malformed metadata). --extra FILE: another sibling (e.g. a second .nemo). The chosen port is written
 to --port-file once the server listens.
 """
 import argparse
@@ -30,6 +31,8 @@ def main():
     ap.add_argument("--cut-after", type=int, default=-1)
     ap.add_argument("--lie-sha256", action="store_true")
     ap.add_argument("--no-lfs", action="store_true", help="metadata without lfs (no SHA-256 to check)")
+    ap.add_argument("--lie-size", type=int, default=-1)
+    ap.add_argument("--metadata-body")
     args = ap.parse_args()
 
     data = open(args.file, "rb").read()
@@ -75,9 +78,12 @@ def main():
                 for n, d in files.items():
                     s = {"rfilename": n}
                     if blobs and not args.no_lfs and n == name:
-                        s["lfs"] = {"sha256": sha, "size": len(d), "pointerSize": 134}
+                        size = args.lie_size if args.lie_size >= 0 else len(d)
+                        s["lfs"] = {"sha256": sha, "size": size, "pointerSize": 134}
                     siblings.append(s)
                 body = json.dumps({"id": args.repo, "sha": "0" * 40, "siblings": siblings}).encode()
+                if args.metadata_body:
+                    body = open(args.metadata_body, "rb").read()
                 return self.reply(200, body)
             prefix = f"/{args.repo}/resolve/{args.revision}/"
             if path.startswith(prefix) and path[len(prefix):] in files:

@@ -224,6 +224,44 @@ TEST_F(Pull, SeveralCheckpointsNeedFile) {
   EXPECT_NE(err.find("not found on the Hub (HTTP 404)"), std::string::npos) << err;
 }
 
+// Metadata that is not the Hub's, and a file longer than the Hub says: clear refusals, nothing kept.
+TEST_F(Pull, RefusesMalformedAnswers) {
+  const fs::path body = tmp_ / "metadata.json";
+  start_hub({"--metadata-body", body.string()});
+  const std::string sha(64, 'a');
+  const std::pair<std::string, std::string> cases[] = {
+      {"<html>not json</html>", "not the Hub's model metadata (not a JSON object)"},
+      {R"({"siblings": 5})", "no 'siblings' list"},
+      {R"({"siblings": [{"rfilename": 3}]})", "a sibling without a file name"},
+      {R"({"siblings": [{"rfilename": "a.nemo", "lfs": {"sha256": "xyz", "size": 1}}]})", "malformed lfs.sha256"},
+      {fmt::format(R"({{"siblings": [{{"rfilename": "a.nemo", "lfs": {{"sha256": "{}", "size": -1}}}}]}})", sha),
+       "malformed lfs.size"},
+      {R"({"siblings": [{"rfilename": "../../etc/x.nemo"}]})", "bad file name '../../etc/x.nemo'"},
+      {R"({"siblings": [{"rfilename": "README.md"}]})", "has no .nemo files (none)"},
+      {fmt::format("{{\"siblings\": [], \"pad\": \"{}\"}}", std::string(17u << 20, 'x')), "over 16 MiB"},
+  };
+  for (const auto& [text, message] : cases) {
+    std::ofstream(body, std::ios::trunc) << text;
+    int code = -1;
+    std::string err;
+    steno(fmt::format("model pull nvidia/tiny-tdt --hub-url {}", hub_), &code, &err);
+    EXPECT_EQ(code, 1) << text.substr(0, 100) << ": " << err;
+    EXPECT_NE(err.find(message), std::string::npos) << text.substr(0, 100) << ": " << err;
+  }
+  EXPECT_TRUE(downloads().empty());
+  EXPECT_TRUE(entries(cache_ / "models").empty());
+}
+
+TEST_F(Pull, RefusesAFileLongerThanTheHubSays) {
+  start_hub({"--lie-size", "1000"});
+  int code = -1;
+  std::string err;
+  steno(fmt::format("model pull nvidia/tiny-tdt --hub-url {}", hub_), &code, &err);
+  EXPECT_EQ(code, 1) << err;
+  EXPECT_NE(err.find("the server sent more than the 1000 bytes the Hub's metadata gives"), std::string::npos) << err;
+  EXPECT_TRUE(entries(cache_ / "models").empty());
+}
+
 // Nobody listens on the endpoint: a prompt failure that says the Hub cannot be reached and names the URL.
 TEST_F(Pull, UnreachableHubFailsFast) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
