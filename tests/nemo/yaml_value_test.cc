@@ -82,5 +82,19 @@ TEST(YamlValue, RefusesWhatSafeLoadRefusesOrStenoDoesNotRead) {
   }
 }
 
+// yaml-cpp's LoadAll never returns on these (a stray ',' at the top level after a document: the parser reports a
+// new document at every call); the reader counts at most two and refuses them (found by fuzzing).
+TEST(YamlValue, AStrayCommaAtTheTopIsRefusedNotLoopedOn) {
+  for (const char* text : {",", ",!mmm.nan", "- a\n,", "---\n,", " ,"}) {
+    try {
+      parse_yaml(text, "test.yaml");
+      ADD_FAILURE() << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << text;
+    }
+  }
+  EXPECT_EQ(parse_yaml("a: [1,\n 2]\n", "test.yaml").find("a")->items.size(), 2u);  // a flow's commas are fine
+}
+
 }  // namespace
 }  // namespace steno::nemo
