@@ -58,13 +58,6 @@ class ModelCache : public ::testing::Test {
     return out;
   }
 
-  std::vector<fs::path> entries(const fs::path& dir) const {
-    std::vector<fs::path> out;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) out.push_back(e.path());
-    return out;
-  }
-
   fs::path tmp_, cache_;
 };
 

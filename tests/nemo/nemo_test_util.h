@@ -1,9 +1,10 @@
-// What the checkpoint readers' tests share: a file's bytes, and the Error message a read throws.
+// What the checkpoint readers' tests share: a file's bytes, the Error message a read throws, a directory's entries.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -31,6 +32,14 @@ std::string refusal(Read read, const std::vector<uint8_t>& input) {
     return e.what();
   }
   return "";
+}
+
+// The entries of `dir` (none when it does not exist), in no particular order.
+inline std::vector<std::filesystem::path> entries(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) out.push_back(e.path());
+  return out;
 }
 
 }  // namespace steno::nemo::testing

@@ -100,13 +100,6 @@ class Pull : public ::testing::Test {
     return out;
   }
 
-  std::vector<fs::path> entries(const fs::path& dir) const {
-    std::vector<fs::path> out;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) out.push_back(e.path());
-    return out;
-  }
-
   fs::path tmp_, cache_;
   pid_t server_ = -1;
   std::string hub_;

@@ -100,12 +100,6 @@ __device__ __forceinline__ float warp_max(float x) {
   return x;
 }
 
-// Butterfly sum: every lane ends with the same bits (each step adds the same two values in either order).
-__device__ __forceinline__ float warp_sum(float x) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
 
 // dst[r][0, DK) = rows row0 + r of a head slice `g` (row stride ld) for r in [0, nrows); rows outside
 // [row_lo, row_hi) and columns >= dk are zero, so padding never feeds NaN garbage into a product.

@@ -10,12 +10,6 @@
 namespace steno::ops::cuda {
 namespace {
 
-__device__ __forceinline__ float lane_sum(float v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
 // ---- add + layer norm ----
 
 // One warp per row; lane l holds the row's 16-byte vectors l, l + 32, ... (at most P of them) in registers, so
@@ -54,7 +48,7 @@ __global__ void __launch_bounds__(kThreads)
         s += v[j][i];
       }
     }
-    const float mean = lane_sum(s) / static_cast<float>(d);
+    const float mean = warp_sum(s) / static_cast<float>(d);
     float q = 0.0f;
 #pragma unroll
     for (int j = 0; j < P; ++j) {
@@ -65,7 +59,7 @@ __global__ void __launch_bounds__(kThreads)
         q += dv * dv;
       }
     }
-    const float rstd = 1.0f / sqrtf(lane_sum(q) / static_cast<float>(d) + eps);
+    const float rstd = 1.0f / sqrtf(warp_sum(q) / static_cast<float>(d) + eps);
     auto* yr = reinterpret_cast<Pack<T>*>(y + r * d);
 #pragma unroll
     for (int j = 0; j < P; ++j) {

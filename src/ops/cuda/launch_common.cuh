@@ -31,6 +31,14 @@ void dispatch_dt(Dt dt, Fn&& fn) {
   }
 }
 
+// Butterfly sum over a warp: every lane ends with the same bits (each step adds the same two values in either
+// order), so lanes may branch on the result together.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
 // 16-byte alignment, the condition for vector loads through Pack.
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 

@@ -9,13 +9,6 @@
 namespace steno::ops::cuda {
 namespace {
 
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
 // A warp working on one row: lane `rank` of 32.
 struct WarpGroup {
   int rank;
