@@ -66,6 +66,16 @@ std::string frontend_from_version(const YamlValue& ver) {
   return (parts[0] > 2 || (parts[0] == 2 && parts[1] >= 5)) ? "2.5" : "2.4";
 }
 
+// The fields every config.json starts with, in the converter's order.
+Json config_head(const char* model_type, const std::string& name) {
+  Json cfg;
+  cfg["format"] = "steno-model";
+  cfg["format_version"] = 1;
+  cfg["model_type"] = model_type;
+  cfg["name"] = name;
+  return cfg;
+}
+
 Json preprocessor_config(const Section& p, int64_t sr, const std::string& frontend_version) {
   // Front-end settings the engine does not implement are refused rather than silently ignored.
   const YamlValue yes = [] { YamlValue v; v.kind = Kind::kBool; v.b = true; return v; }();
@@ -189,11 +199,7 @@ Json asr_config(const YamlValue& y, const std::string& name, const std::string& 
   const YamlValue labels = py_or(py_get(y, kFile, "labels", py_none()), j.get("vocabulary", py_none()));
   const Section prednet{dec.at("prednet"), "decoder.prednet"}, jointnet{j.at("jointnet"), "joint.jointnet"};
 
-  Json cfg;
-  cfg["format"] = "steno-model";
-  cfg["format_version"] = 1;
-  cfg["model_type"] = "fastconformer_tdt";
-  cfg["name"] = name;
+  Json cfg = config_head("fastconformer_tdt", name);
   cfg["preprocessor"] = preprocessor_config(p, sr, fv);
   cfg["encoder"] = encoder_config(e, p);
   cfg["decoder"] = Json{{"vocab_size", dec.int_at("vocab_size")},
@@ -312,11 +318,7 @@ Json sortformer_config(const YamlValue& original, const std::string& name, const
   if (sub != enc_sub)
     fail(ErrorCode::kInvalidArgument, "{}: sortformer_modules.subsampling_factor {} != encoder.subsampling_factor {}",
          kFile, sub, enc_sub);
-  Json cfg;
-  cfg["format"] = "steno-model";
-  cfg["format_version"] = 1;
-  cfg["model_type"] = "sortformer";
-  cfg["name"] = name;
+  Json cfg = config_head("sortformer", name);
   cfg["preprocessor"] = preprocessor_config(p, sr, fv);
   cfg["encoder"] = std::move(enc);
   cfg["transformer_encoder"] = Json{
