@@ -5,6 +5,7 @@
 
 #include "launch_common.cuh"  // src/ops/cuda: to_f32, from_f32, dispatch_dt
 #include "tdt_kernels.h"
+#include "tdt_rules.cuh"  // beats, warp_argmax, sigmoid, apply_tdt_decision
 
 namespace steno::asr::cuda_tdt {
 namespace {
@@ -16,26 +17,6 @@ using ops::cuda::to_f32;
 constexpr int kRowThreads = 128;     // joint hidden, init, LSTM: one block (or a few) per row
 constexpr int kUpdateThreads = 256;  // the argmax over V + 1 logits
 constexpr int kUpdateWarps = kUpdateThreads / 32;
-
-// (v, i) beats (bv, bi): a larger value, or an equal one at a smaller index, so that the reduction returns the
-// first maximum as std::max_element does in the CPU decoder. i < 0 marks "no candidate".
-__device__ __forceinline__ bool beats(float v, int i, float bv, int bi) {
-  return bi < 0 || (i >= 0 && (v > bv || (v == bv && i < bi)));
-}
-
-__device__ __forceinline__ void warp_argmax(float& v, int& i) {
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const float ov = __shfl_down_sync(0xffffffffu, v, offset);
-    const int oi = __shfl_down_sync(0xffffffffu, i, offset);
-    if (beats(ov, oi, v, i)) {
-      v = ov;
-      i = oi;
-    }
-  }
-}
-
-// The CPU decoder's sigmoid and tanh are accurate to about 1e-7; expf and tanhf keep the GPU as close.
-__device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 // ---- init ------------------------------------------------------------------------------------------------
 
@@ -96,7 +77,8 @@ __global__ void __launch_bounds__(kRowThreads)
 
 // What the update of one row reads besides the token logits: loaded together, up front.
 struct RowState {
-  int t, len, count, sym, last_ts, steps, out_cap;
+  TdtRowState row;
+  int out_cap;
   int32_t* out;
   float duration_logit[kMaxDurations];
 };
@@ -105,12 +87,7 @@ template <typename T>
 __device__ __forceinline__ RowState load_row_state(const TdtDims& d, const TdtCallParams* p, const TdtRows& r,
                                                    const T* row, const float* out_b, int b) {
   RowState st;
-  st.t = r.t[b];
-  st.len = r.len[b];
-  st.count = r.count[b];
-  st.sym = r.sym[b];
-  st.last_ts = r.last_ts[b];
-  st.steps = r.steps[b];
+  st.row = {r.t[b], r.len[b], r.count[b], r.sym[b], r.last_ts[b], r.steps[b]};
   st.out_cap = p->out_cap;
   st.out = p->out;
 #pragma unroll
@@ -160,36 +137,22 @@ __global__ void __launch_bounds__(kUpdateThreads)
       warp_argmax(best, best_i);
     }
     if (tid == 0) {
-      const int k = best_i;
-      // Duration argmax (first maximum), then NeMo's rules (docs/engine.md, "Greedy TDT decoding").
+      // Duration argmax (first maximum), then NeMo's rules.
       int d_idx = 0;
       for (int j = 1; j < d.n_durations; ++j)
         if (st.duration_logit[j] > st.duration_logit[d_idx]) d_idx = j;
-      int dur = d.durations[d_idx];
-      if (k == d.blank && dur == 0) dur = 1;  // a blank never stays on its frame
-      const int t_label = st.t;
-      int t = t_label + dur;
-      r.steps[b] = st.steps + 1;
-      int label = -1;
-      if (k != d.blank) {
-        const int n = st.count;
-        if (n < st.out_cap) {
-          int32_t* o = st.out + (static_cast<size_t>(b) * st.out_cap + n) * 3;
-          o[0] = k;
-          o[1] = t_label;
-          o[2] = dur;
-        }
-        r.count[b] = n + 1;  // counted even past out_cap, so that the host sees the overflow and retries
-        const int sym = t_label == st.last_ts ? st.sym + 1 : 1;
-        r.sym[b] = sym;
-        r.last_ts[b] = t_label;
-        // Force progress only when stuck: max_symbols tokens on one frame and the last one had duration 0.
-        if (sym >= d.max_symbols && t_label == t) t += 1;
-        label = k;
+      TdtRowState& row_st = st.row;
+      const int label = apply_tdt_decision(d, best_i, d_idx, row_st,
+                                           st.out + static_cast<size_t>(b) * st.out_cap * 3, st.out_cap);
+      r.steps[b] = row_st.steps;
+      if (label >= 0) {
+        r.count[b] = row_st.count;
+        r.sym[b] = row_st.sym;
+        r.last_ts[b] = row_st.last_ts;
       }
-      r.t[b] = t;
+      r.t[b] = row_st.t;
       r.emitted[b] = label >= 0;
-      r.active[b] = t < st.len;
+      r.active[b] = row_st.t < row_st.len;
       s_label = label;
     }
     __syncthreads();
