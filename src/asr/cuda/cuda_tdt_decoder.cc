@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "steno/ops/copy.h"
 #include "steno/ops/gemm.h"
 #include "tdt_kernels.h"
+#include "tdt_persistent.h"
 
 namespace steno::asr {
 
@@ -107,6 +109,7 @@ struct TdtBucket {
   Tensor h_last;          // [rows, H]: the prediction network's output
   Tensor g_new;           // [rows, J]: joint.pred(h_last) without bias
   GraphExec while_graph, unrolled_graph;
+  std::optional<TdtPersistent::Buffers> persistent;  // made at the bucket's first persistent decode
 
   uint8_t* upload_host() { return static_cast<uint8_t*>(staging.raw()); }
   uint8_t* download_host() { return static_cast<uint8_t*>(staging.raw()) + layout.upload_bytes(); }
@@ -120,6 +123,7 @@ struct CudaTdtDecoder::Workspace::State {
   uint64_t owner = 0;  // the decoder's id_ (0: none)
   std::optional<ops::Context> ctx;  // keeps the bound context's stream and cuBLASLt workspace alive
   bool while_supported = true;
+  int persistent_grid = 0;  // Workspace::persistent_grid()
   std::map<int64_t, std::unique_ptr<detail::TdtBucket>> buckets;
 };
 
@@ -141,6 +145,7 @@ int CudaTdtDecoder::Workspace::num_graphs() const {
 }
 
 bool CudaTdtDecoder::Workspace::while_supported() const { return state_->while_supported; }
+int CudaTdtDecoder::Workspace::persistent_grid() const { return state_->persistent_grid; }
 
 void CudaTdtDecoder::Workspace::clear() {
   if (state_->ctx) state_->ctx->synchronize();
@@ -149,6 +154,7 @@ void CudaTdtDecoder::Workspace::clear() {
 
 const char* tdt_loop_name(TdtLoop loop) {
   switch (loop) {
+    case TdtLoop::kPersistent: return "persistent";
     case TdtLoop::kGraphWhile: return "graph-while";
     case TdtLoop::kGraphUnrolled: return "graph-unrolled";
     case TdtLoop::kEager: return "eager";
@@ -214,6 +220,11 @@ CudaTdtDecoder::CudaTdtDecoder(const TdtDecoder& cpu, ops::Context& ctx, DType d
   enc_b_ = put_bias(p.enc_b, joint_hidden_);
   pred_b_ = put_bias(p.pred_b, joint_hidden_);
   out_b_ = put_bias(p.out_b, n_out_);
+  persistent_ = std::make_unique<detail::TdtPersistent>(p, ctx, dtype);
+  if (!persistent_->usable())
+    spdlog::info("CUDA TDT decoder: no persistent kernel for this model ({}); decoding step by step",
+                 persistent_->why_not());
+  ctx.synchronize();
 }
 
 CudaTdtDecoder::~CudaTdtDecoder() = default;
@@ -235,6 +246,7 @@ CudaTdtDecoder::Bucket& CudaTdtDecoder::bucket(ops::Context& ctx, Workspace& ws,
     st.owner = id_;
     st.ctx.emplace(ctx);
     st.while_supported = true;
+    st.persistent_grid = 0;
   }
   auto& slot = st.buckets[rows];
   if (slot) return *slot;
@@ -425,11 +437,23 @@ void CudaTdtDecoder::run_loop(ops::Context& ctx, Workspace& ws, Bucket& bk, TdtL
   }
 }
 
+TdtLoop default_tdt_loop() {
+  static const TdtLoop loop = [] {
+    const char* v = std::getenv("STENO_TDT_LOOP");
+    if (v == nullptr || *v == '\0') return TdtLoop::kPersistent;
+    for (TdtLoop l : {TdtLoop::kPersistent, TdtLoop::kGraphWhile, TdtLoop::kGraphUnrolled, TdtLoop::kEager})
+      if (std::strcmp(v, tdt_loop_name(l)) == 0) return l;
+    fail(ErrorCode::kInvalidArgument, "STENO_TDT_LOOP={}: expected persistent, graph-while, graph-unrolled or eager",
+         v);
+  }();
+  return loop;
+}
+
 std::vector<Hypothesis> CudaTdtDecoder::decode(ops::Context& ctx, Workspace& ws, const Tensor& encoded,
                                                const std::vector<int64_t>& lengths, DecodeStats* stats,
                                                bool use_graphs) const {
   CudaDecodeOptions options;
-  options.loop = use_graphs ? TdtLoop::kGraphWhile : TdtLoop::kEager;
+  options.loop = use_graphs ? default_tdt_loop() : TdtLoop::kEager;
   return decode(ctx, ws, encoded, lengths, options, stats);
 }
 
@@ -492,8 +516,19 @@ std::vector<Hypothesis> CudaTdtDecoder::decode(ops::Context& ctx, Workspace& ws,
     for (int64_t b = 0; b < batch; ++b) len[b] = static_cast<int32_t>(lengths[b]);  // padding rows stay 0
     steno::cuda::memcpy_async(bk.block.raw(), up, L.upload_bytes(), ctx.stream());
 
-    record_start(ctx, bk);
-    run_loop(ctx, ws, bk, options.loop);
+    bool done = false;
+    if (options.loop == TdtLoop::kPersistent && persistent_->usable() && persistent_->fits(bk.rows) &&
+        bk.rows >= options.persistent_min_rows && bk.rows <= options.persistent_max_rows &&
+        ws.state_->persistent_grid >= 0) {
+      if (!bk.persistent) bk.persistent = persistent_->make_buffers(ctx, bk.rows, bk.row_state, bk.ctrl);
+      int& grid = ws.state_->persistent_grid;
+      if (options.persistent_blocks > 0) grid = options.persistent_blocks;
+      done = persistent_->launch(ctx, bk.dims, *bk.persistent, bk.params, grid);
+    }
+    if (!done) {
+      record_start(ctx, bk);
+      run_loop(ctx, ws, bk, options.loop == TdtLoop::kPersistent ? TdtLoop::kGraphWhile : options.loop);
+    }
 
     uint8_t* down = bk.download_host();
     steno::cuda::memcpy_async(down, static_cast<uint8_t*>(bk.block.raw()) + L.ctrl, L.download_bytes(), ctx.stream());

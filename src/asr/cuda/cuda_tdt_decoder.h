@@ -24,12 +24,20 @@
 namespace steno::asr {
 
 namespace detail {
-struct TdtBucket;  // one bucket's device buffers and graphs (cuda_tdt_decoder.cc)
+struct TdtBucket;      // one bucket's device buffers and graphs (cuda_tdt_decoder.cc)
+class TdtPersistent;   // the persistent kernel's weights and launch (tdt_persistent.h)
 }
 
-// How the decode loop is driven. All three run the same kernels on the same data and give bit-identical
-// results; they differ in launch overhead and host involvement (what the benchmark compares).
+// How the decode loop is driven. The three step-by-step modes run the same kernels on the same data and give
+// bit-identical results; they differ in launch overhead and host involvement (what the benchmark compares). The
+// persistent kernel computes the same decisions its own way (f32 logits and gates straight from the
+// accumulators, where the step kernels round them to the compute dtype first).
 enum class TdtLoop {
+  // One cooperative launch per decode: a persistent kernel that runs every step between grid-wide barriers
+  // (tdt_persistent_kernel.h), for the buckets CudaDecodeOptions::persistent_{min,max}_rows select. Other
+  // buckets run kGraphWhile, as does everything where it cannot run: sizes past its shared memory, no
+  // cooperative launch.
+  kPersistent,
   // One graph launch per decode: the step is the body of a conditional WHILE node (driver >= CUDA 12.4).
   kGraphWhile,
   // A graph of kUnrolledSteps steps, relaunched while the loop flag (copied to pinned memory after each launch)
@@ -39,15 +47,26 @@ enum class TdtLoop {
   // The same kernels launched one by one, the flag read every kUnrolledSteps steps.
   kEager,
 };
-const char* tdt_loop_name(TdtLoop loop);  // "graph-while", "graph-unrolled", "eager"
+const char* tdt_loop_name(TdtLoop loop);  // "persistent", "graph-while", "graph-unrolled", "eager"
+// The loop decode() runs with graphs: kPersistent, or $STENO_TDT_LOOP (a tdt_loop_name) for the benchmarks'
+// side-by-side arms. An unknown name is an error.
+TdtLoop default_tdt_loop();
 
 struct CudaDecodeOptions {
-  TdtLoop loop = TdtLoop::kGraphWhile;
+  TdtLoop loop = TdtLoop::kPersistent;
   // Per-step joint outputs are a debugging aid of the CPU decoder only: asking for them here is an error.
   bool keep_alignments = false;
   // Tokens per clip the first pass has room for (0: frames + 16, plenty for speech). A clip that emits more
   // makes the decode run again with room for the bound, frames x max_symbols. Tests set it low to force that.
   int64_t initial_token_capacity = 0;
+  // Blocks of the persistent kernel (0: as many as are co-resident, capped by the widest phase's tiles). Any
+  // count gives the same result; tests set 1 to take cross-block traffic out of the picture.
+  int persistent_blocks = 0;
+  // The buckets kPersistent decodes persistently; the others run graph-while. Measured on an H200 at the 0.6B
+  // shapes (bench/results/h200-decoder-persistent): the persistent decoder alone is 19-23 % ahead at 1, 8 and 32
+  // rows and five times behind at 128, where each phase has many more tiles than blocks. max up to 256.
+  int64_t persistent_min_rows = 1;
+  int64_t persistent_max_rows = 32;
 };
 
 class CudaTdtDecoder {
@@ -70,6 +89,9 @@ class CudaTdtDecoder {
     int num_buckets() const;       // buckets allocated so far
     int num_graphs() const;        // graphs captured so far (a bucket has up to one per graph mode)
     bool while_supported() const;  // false once a conditional node was refused (graph-while then unrolls)
+    // The persistent kernel's grid on this workspace's context: 0 before its first launch, -1 once it could not
+    // be launched (persistent decoding then runs graph-while), else the blocks it runs with.
+    int persistent_grid() const;
     void clear();                  // frees every bucket and graph (the next decode captures again)
 
    private:
@@ -90,7 +112,8 @@ class CudaTdtDecoder {
   static int64_t bucket_size(int64_t batch);
 
   // encoded [B, T, d_model] on ctx's device in dtype(), lengths[b] in [0, T] -> one hypothesis per clip (no
-  // alignments). `stats` (optional) is added to as by the CPU decoder. Graph mode is TdtLoop::kGraphWhile.
+  // alignments). `stats` (optional) is added to as by the CPU decoder. With graphs the loop is
+  // default_tdt_loop(), without them kEager.
   std::vector<Hypothesis> decode(ops::Context& ctx, Workspace& ws, const Tensor& encoded,
                                  const std::vector<int64_t>& lengths, DecodeStats* stats = nullptr,
                                  bool use_graphs = true) const;
@@ -126,6 +149,7 @@ class CudaTdtDecoder {
   std::vector<Tensor> lstm_bias_;  // per layer: b_ih + b_hh [4H], f32
   Tensor enc_w_, pred_w_, out_w_;  // dtype
   Tensor enc_b_, pred_b_, out_b_;  // f32
+  std::unique_ptr<detail::TdtPersistent> persistent_;  // the same weights in the persistent kernel's layout
 };
 
 }  // namespace steno::asr

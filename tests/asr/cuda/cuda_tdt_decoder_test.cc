@@ -1,8 +1,9 @@
 // The CUDA TDT decoder against the CPU decoder (the reference) on the same encoder output:
 //   - the bundled model on committed test clips, f32: identical tokens, timestamps, durations and step counts in
-//     every loop mode (graph while-node, unrolled graph, eager), and again on a reused workspace;
-//   - the same clips in bf16 and f16: the same tokens (an expectation of this test set, not a law: a lower
-//     precision may flip a near-tied decision);
+//     every loop mode (persistent kernel, graph while-node, unrolled graph, eager), and again on a reused
+//     workspace;
+//   - the same clips in bf16 and f16, persistent and step by step: the same tokens (an expectation of this test
+//     set, not a law: a lower precision may flip a near-tied decision);
 //   - random weights with Parakeet-0.6B's decoder shapes at batch sizes that are not buckets (5, 33), with a
 //     clip of length 0; a small random model with durations {0, 1} and max_symbols 2 and 10, which forces
 //     progress on stuck frames and emits more tokens than frames (the output-capacity retry);
@@ -35,7 +36,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr float kTie = 2e-5f;  // logit gap under which f32 rounding may flip a decision
-const TdtLoop kLoops[] = {TdtLoop::kGraphWhile, TdtLoop::kGraphUnrolled, TdtLoop::kEager};
+const TdtLoop kLoops[] = {TdtLoop::kPersistent, TdtLoop::kGraphWhile, TdtLoop::kGraphUnrolled, TdtLoop::kEager};
 
 struct Encoded {
   Tensor values;  // [B, T, d_model] f32 on the CPU
@@ -156,6 +157,8 @@ GpuRun run_gpu(ops::Context& gpu, const CudaTdtDecoder& dec, CudaTdtDecoder::Wor
   CudaDecodeOptions options;
   options.loop = loop;
   options.initial_token_capacity = initial_token_capacity;
+  options.persistent_min_rows = 1;  // every bucket of these tests through the persistent kernel
+  options.persistent_max_rows = 256;
   r.hyps = dec.decode(gpu, ws, x, e.lengths, options, &r.stats);
   return r;
 }
@@ -226,12 +229,26 @@ TEST(CudaTdtDecoder, BundledModelF32MatchesCpuInEveryLoopMode) {
       EXPECT_EQ(r.stats.steps, cpu_stats.steps) << what;
       EXPECT_EQ(r.stats.lstm_updates, cpu_stats.lstm_updates) << what;
       EXPECT_EQ(ws.num_buckets(), 1) << what;
-      EXPECT_EQ(ws.num_graphs(), loop == TdtLoop::kEager ? 0 : 1) << what;
+      const bool stepwise = loop == TdtLoop::kEager || loop == TdtLoop::kPersistent;
+      EXPECT_EQ(ws.num_graphs(), stepwise ? 0 : 1) << what;
+    }
+    if (loop == TdtLoop::kPersistent) {
+      EXPECT_GT(ws.persistent_grid(), 0) << "the persistent kernel fell back";
     }
     if (loop == TdtLoop::kGraphWhile) {
       EXPECT_TRUE(ws.while_supported()) << "the while-loop graph fell back";
     }
   }
+  // One block does every tile of every phase itself: the same decisions as a full grid.
+  CudaTdtDecoder::Workspace ws;
+  CudaDecodeOptions one_block;
+  one_block.loop = TdtLoop::kPersistent;
+  one_block.persistent_blocks = 1;
+  one_block.persistent_min_rows = 1;
+  const std::vector<Hypothesis> single =
+      dec.decode(gpu, ws, ops::to_context(gpu, f.encoded.values, DType::kF32), f.encoded.lengths, one_block);
+  EXPECT_EQ(ws.persistent_grid(), 1);
+  for (size_t b = 0; b < ref.size(); ++b) expect_same_hyp(ref[b], single[b], "one block, clip " + std::to_string(b));
 }
 
 TEST(CudaTdtDecoder, BundledModelHalfPrecisionGivesTheSameTokens) {
@@ -245,8 +262,11 @@ TEST(CudaTdtDecoder, BundledModelHalfPrecisionGivesTheSameTokens) {
     CudaTdtDecoder::Workspace ws;
     const GpuRun graph = run_gpu(gpu, dec, ws, f.encoded, dtype, TdtLoop::kGraphWhile);
     const GpuRun eager = run_gpu(gpu, dec, ws, f.encoded, dtype, TdtLoop::kEager);
+    const GpuRun persistent = run_gpu(gpu, dec, ws, f.encoded, dtype, TdtLoop::kPersistent);
+    EXPECT_GT(ws.persistent_grid(), 0) << "the persistent kernel fell back";
     for (size_t b = 0; b < ref.size(); ++b) {
       EXPECT_EQ(graph.hyps[b].tokens, ref[b].tokens) << dtype_name(dtype) << " clip " << b;
+      EXPECT_EQ(persistent.hyps[b].tokens, ref[b].tokens) << dtype_name(dtype) << " persistent, clip " << b;
       // The GPU modes run the same kernels on the same data: bit-identical decisions.
       expect_same_hyp(graph.hyps[b], eager.hyps[b], std::string(dtype_name(dtype)) + " eager vs graph");
     }
@@ -335,6 +355,16 @@ TEST(CudaTdtDecoder, Bf16LoopModesAgreeAndStayWellFormed) {
       expect_same_hyp(graph.hyps[b], r.hyps[b], std::string(tdt_loop_name(loop)) + " clip " + std::to_string(b));
     EXPECT_EQ(r.stats.steps, graph.stats.steps);
   }
+  // The persistent kernel rounds differently (f32 logits and gates, not bf16 ones), so on random weights, whose
+  // decisions are often near ties, it may take the other branch somewhere: well-formed, and mostly the same.
+  const GpuRun persistent = run_gpu(gpu, dec, ws, e, DType::kBF16, TdtLoop::kPersistent);
+  EXPECT_GT(ws.persistent_grid(), 0) << "the persistent kernel fell back";
+  expect_well_formed(persistent.hyps, e.lengths, config.blank_id(), config.decoding.durations,
+                     config.decoding.max_symbols);
+  int same = 0;
+  for (size_t b = 0; b < persistent.hyps.size(); ++b) same += persistent.hyps[b].tokens == graph.hyps[b].tokens;
+  std::printf("[ note ] bf16 persistent vs graph-while: %d of %zu clips the same\n", same, persistent.hyps.size());
+  EXPECT_GE(same, static_cast<int>(persistent.hyps.size()) / 2);
 }
 
 TEST(CudaTdtDecoder, EmptyInputsBucketsAndErrors) {

@@ -1,0 +1,157 @@
+#include "tdt_persistent.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "steno/core/cuda.h"
+#include "steno/core/logging.h"
+#include "steno/ops/copy.h"
+
+namespace steno::asr::detail {
+
+namespace kern = cuda_tdt;
+
+namespace {
+
+int64_t pad16(int64_t n) { return (n + 15) / 16 * 16; }
+
+kern::Dt dt_of(DType t) {
+  switch (t) {
+    case DType::kF16: return kern::Dt::kF16;
+    case DType::kBF16: return kern::Dt::kBF16;
+    default: return kern::Dt::kF32;
+  }
+}
+
+// src [rows, cols] (f32, CPU) into the top-left corner of a zero [prows, pcols] matrix.
+Tensor padded(const Tensor& src, int64_t prows, int64_t pcols) {
+  Tensor out = Tensor::zeros({prows, pcols});
+  const int64_t rows = src.dim(0), cols = src.dim(1);
+  for (int64_t r = 0; r < rows; ++r)
+    std::copy_n(src.data<float>() + r * cols, cols, out.data<float>() + r * pcols);
+  return out;
+}
+
+Tensor padded_vector(const Tensor& src, int64_t n, int64_t pn) {
+  Tensor out = Tensor::zeros({pn});
+  if (src.defined()) std::copy_n(src.data<float>(), n, out.data<float>());
+  return out;
+}
+
+}  // namespace
+
+TdtPersistent::TdtPersistent(const TdtDecoder::Parameters& p, ops::Context& ctx, DType dtype) : dtype_(dtype) {
+  const int layers = static_cast<int>(p.w_ih.size());
+  const int64_t hidden = p.w_hh[0].dim(1), embed_dim = p.embed.dim(1), joint = p.enc_w.dim(0);
+  const int64_t n_out = p.out_w.dim(0);
+  if (layers > kern::kPersistentMaxLayers) {
+    why_not_ = fmt::format("{} LSTM layers (the kernel takes up to {})", layers, kern::kPersistentMaxLayers);
+    return;
+  }
+  const int64_t E = pad16(embed_dim), H = pad16(hidden), J = pad16(joint), N = pad16(n_out);
+  kern::PersistentWeights& w = w_;
+  w.layers = layers;
+  w.E = static_cast<int32_t>(E);
+  w.H = static_cast<int32_t>(H);
+  w.J = static_cast<int32_t>(J);
+  w.N = static_cast<int32_t>(N);
+  w.enc_width = static_cast<int32_t>(joint);
+  for (int l = 0; l < layers; ++l) w.k_layer[l] = static_cast<int32_t>((l == 0 ? E : H) + H);
+  smem_ = kern::persistent_smem_bytes(dt_of(dtype), w);
+  const int device = ctx.device().index;
+  const int per_sm = smem_ > 0 ? kern::persistent_blocks_per_sm(dt_of(dtype), smem_) : 0;
+  if (per_sm == 0) {
+    why_not_ = fmt::format("{} bytes of shared memory a block for sizes E {} H {} J {} N {}", smem_, E, H, J, N);
+    smem_ = 0;
+    return;
+  }
+  full_grid_ = per_sm * steno::cuda::sm_count(device);
+
+  Allocator& alloc = steno::cuda::weight_allocator(device);
+  auto put = [&](const Tensor& host, DType t) {
+    weights_.push_back(ops::place(ctx, host, t, alloc));
+    return weights_.back().raw();
+  };
+  w.embed = put(padded(p.embed, p.embed.dim(0), E), dtype);
+  for (int l = 0; l < layers; ++l) {
+    // Row g * H + j holds gate g of unit j: [w_ih row | zeros | w_hh row | zeros] over [x (in_p) | h (H)].
+    const int64_t in = p.w_ih[l].dim(1), in_p = l == 0 ? E : H, K = in_p + H;
+    Tensor cat = Tensor::zeros({4 * H, K});
+    Tensor bias = Tensor::zeros({4 * H});
+    for (int64_t g = 0; g < 4; ++g) {
+      for (int64_t j = 0; j < hidden; ++j) {
+        const int64_t src = g * hidden + j;
+        float* dst = cat.data<float>() + (g * H + j) * K;
+        std::copy_n(p.w_ih[l].data<float>() + src * in, in, dst);
+        std::copy_n(p.w_hh[l].data<float>() + src * hidden, hidden, dst + in_p);
+        float b = 0.0f;
+        for (const Tensor* t : {&p.b_ih[l], &p.b_hh[l]})
+          if (t->defined()) b += t->data<float>()[src];
+        bias.data<float>()[g * H + j] = b;
+      }
+    }
+    w.w_cat[l] = put(cat, dtype);
+    w.lstm_bias[l] = static_cast<const float*>(put(bias, DType::kF32));
+  }
+  w.pred_w = put(padded(p.pred_w, J, H), dtype);
+  w.pred_b = static_cast<const float*>(put(padded_vector(p.pred_b, joint, J), DType::kF32));
+  w.enc_b = static_cast<const float*>(put(padded_vector(p.enc_b, joint, J), DType::kF32));
+  w.out_w = put(padded(p.out_w, N, J), dtype);
+  w.out_b = static_cast<const float*>(put(padded_vector(p.out_b, n_out, N), DType::kF32));
+}
+
+TdtPersistent::Buffers TdtPersistent::make_buffers(ops::Context& ctx, int64_t bucket_rows, const kern::TdtRows& rows,
+                                                   kern::TdtControl* ctrl) const {
+  STENO_ASSERT(usable() && fits(bucket_rows));
+  const int64_t R = padded_rows(bucket_rows);
+  Buffers out;
+  Allocator& alloc = steno::cuda::weight_allocator(ctx.device().index);
+  auto make = [&](const Shape& shape, DType t) {
+    Tensor x = Tensor::empty(shape, t, ctx.device(), &alloc);
+    steno::cuda::memset_async(x.raw(), 0, x.nbytes(), ctx.stream());
+    out.tensors.push_back(x);
+    return x.raw();
+  };
+  kern::PersistentBuffers& b = out.b;
+  for (int l = 0; l < w_.layers; ++l) {
+    for (int half = 0; half < 2; ++half) b.h[l][half] = make({R, w_.H}, dtype_);
+    b.c[l] = static_cast<float*>(make({R, w_.H}, DType::kF32));
+  }
+  b.pred_proj = static_cast<float*>(make({R, w_.J}, DType::kF32));
+  b.hidden = make({R, w_.J}, dtype_);
+  b.part_value = static_cast<float*>(make({R, w_.N / 16}, DType::kF32));
+  b.part_index = static_cast<int32_t*>(make({R, w_.N / 16}, DType::kI32));
+  b.dur_logits = static_cast<float*>(make({R, kern::kMaxDurations}, DType::kF32));
+  b.len = rows.len;
+  b.count = rows.count;
+  b.steps = rows.steps;
+  b.ctrl = ctrl;
+  b.rows = static_cast<int32_t>(R);
+  return out;
+}
+
+bool TdtPersistent::launch(ops::Context& ctx, const kern::TdtDims& dims, const Buffers& buffers,
+                           const kern::TdtCallParams* params, int& grid) const {
+  STENO_ASSERT(usable());
+  // More blocks than the widest phase has tiles would only wait at the barriers.
+  const int64_t row_tiles = buffers.b.rows / 16;
+  const int64_t widest = row_tiles * std::max({w_.H, w_.J, w_.N}) / 16;
+  if (grid == 0) grid = full_grid_;
+  const cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream().handle());
+  for (;;) {
+    const int n = static_cast<int>(std::min<int64_t>(grid, widest));
+    const cudaError_t err = kern::launch_tdt_persistent(dt_of(dtype_), dims, w_, buffers.b, params, n, smem_, stream);
+    if (err == cudaSuccess) return true;
+    if (err == cudaErrorCooperativeLaunchTooLarge && grid > 1) {
+      grid /= 2;
+      continue;
+    }
+    spdlog::warn("CUDA TDT decoder: the persistent kernel cannot be launched ({}: {}); decoding step by step",
+                 cudaGetErrorName(err), cudaGetErrorString(err));
+    grid = -1;
+    return false;
+  }
+}
+
+}  // namespace steno::asr::detail

@@ -1,0 +1,51 @@
+// The persistent decoding path of CudaTdtDecoder (the kernel: tdt_persistent_kernel.h): the decoder's weights
+// in the kernel's padded layout, one bucket's buffers, and the cooperative launch with its fallbacks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "steno/asr/tdt_decoder.h"
+#include "steno/core/tensor.h"
+#include "steno/ops/context.h"
+#include "tdt_persistent_kernel.h"
+
+namespace steno::asr::detail {
+
+class TdtPersistent {
+ public:
+  // Pads `p`'s weights to the kernel's layout and places them on ctx's device in `dtype` (biases in f32).
+  // When the sizes are out of the kernel's range nothing is placed and usable() is false (why_not() says why).
+  TdtPersistent(const TdtDecoder::Parameters& p, ops::Context& ctx, DType dtype);
+
+  bool usable() const { return smem_ > 0; }
+  const std::string& why_not() const { return why_not_; }
+  static int64_t padded_rows(int64_t bucket_rows) { return (bucket_rows + 15) / 16 * 16; }
+  bool fits(int64_t bucket_rows) const { return padded_rows(bucket_rows) <= cuda_tdt::kPersistentMaxRows; }
+
+  // A bucket's buffers (zeroed), around the TdtRows arrays and loop control of the bucket's state block.
+  struct Buffers {
+    std::vector<Tensor> tensors;
+    cuda_tdt::PersistentBuffers b;
+  };
+  Buffers make_buffers(ops::Context& ctx, int64_t bucket_rows, const cuda_tdt::TdtRows& rows,
+                       cuda_tdt::TdtControl* ctrl) const;
+
+  // Queues the decode of a bucket on ctx's stream. `grid` is the caller's remembered grid size (0 at first): the
+  // largest grid that was co-resident on this context, found by halving from SMs x blocks per SM when the
+  // driver says a grid is too large (a green context or an MPS share has fewer SMs). Returns false, with a
+  // warning, when cooperative launches are unavailable; the caller then decodes another way.
+  bool launch(ops::Context& ctx, const cuda_tdt::TdtDims& dims, const Buffers& buffers,
+              const cuda_tdt::TdtCallParams* params, int& grid) const;
+
+ private:
+  DType dtype_;
+  std::vector<Tensor> weights_;  // owns what w_ points at
+  cuda_tdt::PersistentWeights w_;
+  size_t smem_ = 0;
+  int full_grid_ = 0;  // SMs x blocks per SM on the device
+  std::string why_not_;
+};
+
+}  // namespace steno::asr::detail
