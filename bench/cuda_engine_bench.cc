@@ -438,6 +438,8 @@ void decoder(benchmark::State& state, BatchShape shape, asr::TdtLoop loop) {
   STENO_CHECK(gpu != nullptr, "the model has no CUDA decoder");
   asr::CudaDecodeOptions options;
   options.loop = loop;
+  options.persistent_min_rows = 1;  // the kernel itself at every shape (end_to_end runs the default policy)
+  options.persistent_max_rows = 256;
   asr::DecodeStats warm;
   std::vector<asr::Hypothesis> hyps =
       gpu->decode(e.ctx, e.workspace, p.encoded.encoded, p.encoded.lengths, options, &warm);
@@ -451,6 +453,7 @@ void decoder(benchmark::State& state, BatchShape shape, asr::TdtLoop loop) {
   state.counters["steps_per_frame"] = static_cast<double>(warm.steps) / frames;
   state.counters["tokens"] = static_cast<double>(tokens);
   if (loop == asr::TdtLoop::kGraphWhile) state.counters["while_node"] = e.workspace.while_supported() ? 1 : 0;
+  if (loop == asr::TdtLoop::kPersistent) state.counters["persistent_grid"] = e.workspace.persistent_grid();
   state.SetLabel(label(shape) + " " + asr::tdt_loop_name(loop));
 }
 
@@ -534,7 +537,8 @@ void register_benchmarks() {
     add("features/" + s.name(), features, s);
     add("encoder/" + s.name(), encoder, s);
     add("encoder_ops/" + s.name(), encoder_ops, s)->Iterations(3)->Repetitions(1);
-    for (asr::TdtLoop loop : {asr::TdtLoop::kGraphWhile, asr::TdtLoop::kGraphUnrolled, asr::TdtLoop::kEager})
+    for (asr::TdtLoop loop : {asr::TdtLoop::kPersistent, asr::TdtLoop::kGraphWhile, asr::TdtLoop::kGraphUnrolled,
+                              asr::TdtLoop::kEager})
       add(fmt::format("decoder/{}/{}", asr::tdt_loop_name(loop), s.name()), decoder, s, loop);
     add("end_to_end/" + s.name(), end_to_end, s);
   }
