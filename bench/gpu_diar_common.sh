@@ -1,6 +1,6 @@
-# Sourced by the diarizer's GPU scripts (bench/run_gpu_diar_check.sh, bench/run_gpu_diar_speed.sh), from the
-# repository root: $out (the results folder, made with its logs/), $pkg (the unpacked package), $status (0 until a
-# step fails), run() and machine_info().
+# Sourced by the GPU scripts (bench/run_gpu_diar_check.sh, run_gpu_diar_speed.sh, run_gpu_engine_arms.sh,
+# run_gpu_gemm_candidates.sh), from the repository root: $out (the results folder, made with its logs/), $pkg (the
+# unpacked package), $status (0 until a step fails), run(), machine_info() and random_06b().
 out=${1:-${OUT:-/tmp/steno-diar-out}}
 pkg=${STENO_PKG:-/tmp/steno}
 mkdir -p "$out/logs"
@@ -14,4 +14,13 @@ run() {  # run NAME LIMIT_S PROGRAM ARGS...: output to logs/NAME.log, its summar
 }
 machine_info() {  # machine_info FILE: the GPU, its driver and clocks, the cores, the time
   { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; nproc; date -u; } >"$1" 2>&1
+}
+random_06b() {  # random_06b WORK: $model06, the random 0.6B-shaped bf16 model the engine benchmarks share
+  # (seed 1, the joint calibrated to 0.4 tokens a frame on the workload's calibration clips), made once per WORK
+  run workload 60 cuda_engine_bench --export_workload="$1/workload" --export_only
+  model06=$1/p06b
+  [ -f "$model06/config.json" ] ||
+    STENO_LOG_LEVEL=info run model-0.6b 240 steno model random --like configs/parakeet-tdt-0.6b-v2.json \
+      --out "$model06" --seed 1 --dtype bf16 --token-rate 0.4 --calibrate-on "$1"/workload/calibration/*.wav \
+      --device cuda
 }

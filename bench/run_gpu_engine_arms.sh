@@ -39,12 +39,7 @@ if [ "${STENO_SKIP_TESTS:-0}" != 1 ]; then
   unset "$var"
 fi
 
-run workload 60 cuda_engine_bench --export_workload="$work/workload" --export_only
-model06=$work/p06b
-[ -f "$model06/config.json" ] ||
-  STENO_LOG_LEVEL=info run model-0.6b 240 steno model random --like configs/parakeet-tdt-0.6b-v2.json \
-    --out "$model06" --seed 1 --dtype bf16 --token-rate 0.4 --calibrate-on "$work"/workload/calibration/*.wav \
-    --device cuda
+random_06b "$work"
 for round in 1 2; do
   for arm in "${arms[@]}"; do
     export "$var=$arm"

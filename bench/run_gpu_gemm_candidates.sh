@@ -18,12 +18,7 @@ mkdir -p "$work"
 
 run gemm 200 gemm_candidates_bench --benchmark_out="$out/gemm-candidates.json" --benchmark_out_format=json
 
-run workload 60 cuda_engine_bench --export_workload="$work/workload" --export_only
-model06=$work/p06b
-[ -f "$model06/config.json" ] ||
-  STENO_LOG_LEVEL=info run model-0.6b 240 steno model random --like configs/parakeet-tdt-0.6b-v2.json \
-    --out "$model06" --seed 1 --dtype bf16 --token-rate 0.4 --calibrate-on "$work"/workload/calibration/*.wav \
-    --device cuda
+random_06b "$work"
 # The eager loop launches the step's kernels one by one: past the benchmark's preparation (front end, encoder)
 # and into its warm-up decode, 64 consecutive kernels are several whole steps.
 ncu=${NCU:-/usr/local/cuda/bin/ncu}
