@@ -453,7 +453,7 @@ void decoder(benchmark::State& state, BatchShape shape, asr::TdtLoop loop) {
   state.counters["steps_per_frame"] = static_cast<double>(warm.steps) / frames;
   state.counters["tokens"] = static_cast<double>(tokens);
   if (loop == asr::TdtLoop::kGraphWhile) state.counters["while_node"] = e.workspace.while_supported() ? 1 : 0;
-  if (loop == asr::TdtLoop::kPersistent) state.counters["persistent_grid"] = e.workspace.persistent_grid();
+  if (loop == asr::TdtLoop::kPersistent) state.counters["persistent_blocks"] = e.workspace.persistent_blocks();
   state.SetLabel(label(shape) + " " + asr::tdt_loop_name(loop));
 }
 

@@ -123,7 +123,8 @@ struct CudaTdtDecoder::Workspace::State {
   uint64_t owner = 0;  // the decoder's id_ (0: none)
   std::optional<ops::Context> ctx;  // keeps the bound context's stream and cuBLASLt workspace alive
   bool while_supported = true;
-  int persistent_grid = 0;  // Workspace::persistent_grid()
+  int persistent_grid = 0;    // co-resident blocks found on this context (0: not yet, -1: no cooperative launch)
+  int persistent_blocks = 0;  // Workspace::persistent_blocks()
   std::map<int64_t, std::unique_ptr<detail::TdtBucket>> buckets;
 };
 
@@ -145,7 +146,7 @@ int CudaTdtDecoder::Workspace::num_graphs() const {
 }
 
 bool CudaTdtDecoder::Workspace::while_supported() const { return state_->while_supported; }
-int CudaTdtDecoder::Workspace::persistent_grid() const { return state_->persistent_grid; }
+int CudaTdtDecoder::Workspace::persistent_blocks() const { return state_->persistent_blocks; }
 
 void CudaTdtDecoder::Workspace::clear() {
   if (state_->ctx) state_->ctx->synchronize();
@@ -247,6 +248,7 @@ CudaTdtDecoder::Bucket& CudaTdtDecoder::bucket(ops::Context& ctx, Workspace& ws,
     st.ctx.emplace(ctx);
     st.while_supported = true;
     st.persistent_grid = 0;
+    st.persistent_blocks = 0;
   }
   auto& slot = st.buckets[rows];
   if (slot) return *slot;
@@ -521,9 +523,16 @@ std::vector<Hypothesis> CudaTdtDecoder::decode(ops::Context& ctx, Workspace& ws,
         bk.rows >= options.persistent_min_rows && bk.rows <= options.persistent_max_rows &&
         ws.state_->persistent_grid >= 0) {
       if (!bk.persistent) bk.persistent = persistent_->make_buffers(ctx, bk.rows, bk.row_state, bk.ctrl);
-      int& grid = ws.state_->persistent_grid;
-      if (options.persistent_blocks > 0) grid = options.persistent_blocks;
-      done = persistent_->launch(ctx, bk.dims, *bk.persistent, bk.params, grid);
+      // A grid asked for by the caller is tried as is and not remembered as the context's bound.
+      int& bound = ws.state_->persistent_grid;
+      int grid = options.persistent_blocks > 0 ? options.persistent_blocks : bound;
+      const int launched = persistent_->launch(ctx, bk.dims, *bk.persistent, bk.params, grid);
+      if (launched == 0)
+        bound = -1;
+      else if (options.persistent_blocks == 0)
+        bound = grid;
+      ws.state_->persistent_blocks = launched > 0 ? launched : -1;
+      done = launched > 0;
     }
     if (!done) {
       record_start(ctx, bk);

@@ -89,9 +89,9 @@ class CudaTdtDecoder {
     int num_buckets() const;       // buckets allocated so far
     int num_graphs() const;        // graphs captured so far (a bucket has up to one per graph mode)
     bool while_supported() const;  // false once a conditional node was refused (graph-while then unrolls)
-    // The persistent kernel's grid on this workspace's context: 0 before its first launch, -1 once it could not
-    // be launched (persistent decoding then runs graph-while), else the blocks it runs with.
-    int persistent_grid() const;
+    // Blocks of the persistent kernel's last launch on this workspace: 0 before the first, -1 once it could
+    // not be launched (persistent decoding then runs graph-while).
+    int persistent_blocks() const;
     void clear();                  // frees every bucket and graph (the next decode captures again)
 
    private:

@@ -131,7 +131,7 @@ TdtPersistent::Buffers TdtPersistent::make_buffers(ops::Context& ctx, int64_t bu
   return out;
 }
 
-bool TdtPersistent::launch(ops::Context& ctx, const kern::TdtDims& dims, const Buffers& buffers,
+int TdtPersistent::launch(ops::Context& ctx, const kern::TdtDims& dims, const Buffers& buffers,
                            const kern::TdtCallParams* params, int& grid) const {
   STENO_ASSERT(usable());
   // More blocks than the widest phase has tiles would only wait at the barriers.
@@ -142,15 +142,14 @@ bool TdtPersistent::launch(ops::Context& ctx, const kern::TdtDims& dims, const B
   for (;;) {
     const int n = static_cast<int>(std::min<int64_t>(grid, widest));
     const cudaError_t err = kern::launch_tdt_persistent(dt_of(dtype_), dims, w_, buffers.b, params, n, smem_, stream);
-    if (err == cudaSuccess) return true;
+    if (err == cudaSuccess) return n;
     if (err == cudaErrorCooperativeLaunchTooLarge && grid > 1) {
       grid /= 2;
       continue;
     }
     spdlog::warn("CUDA TDT decoder: the persistent kernel cannot be launched ({}: {}); decoding step by step",
                  cudaGetErrorName(err), cudaGetErrorString(err));
-    grid = -1;
-    return false;
+    return 0;
   }
 }
 

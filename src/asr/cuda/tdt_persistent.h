@@ -32,12 +32,13 @@ class TdtPersistent {
   Buffers make_buffers(ops::Context& ctx, int64_t bucket_rows, const cuda_tdt::TdtRows& rows,
                        cuda_tdt::TdtControl* ctrl) const;
 
-  // Queues the decode of a bucket on ctx's stream. `grid` is the caller's remembered grid size (0 at first): the
-  // largest grid that was co-resident on this context, found by halving from SMs x blocks per SM when the
-  // driver says a grid is too large (a green context or an MPS share has fewer SMs). Returns false, with a
-  // warning, when cooperative launches are unavailable; the caller then decodes another way.
-  bool launch(ops::Context& ctx, const cuda_tdt::TdtDims& dims, const Buffers& buffers,
-              const cuda_tdt::TdtCallParams* params, int& grid) const;
+  // Queues the decode of a bucket on ctx's stream and returns the blocks launched. `grid` is the grid to try
+  // (0: SMs x blocks per SM), lowered here by halving while the driver says it is too large (a green context or
+  // an MPS share has fewer SMs): the caller keeps it as the context's bound. A launch uses no more blocks than
+  // the widest phase has tiles. Returns 0, with a warning, when cooperative launches are unavailable; the caller
+  // then decodes another way.
+  int launch(ops::Context& ctx, const cuda_tdt::TdtDims& dims, const Buffers& buffers,
+             const cuda_tdt::TdtCallParams* params, int& grid) const;
 
  private:
   DType dtype_;

@@ -233,7 +233,7 @@ TEST(CudaTdtDecoder, BundledModelF32MatchesCpuInEveryLoopMode) {
       EXPECT_EQ(ws.num_graphs(), stepwise ? 0 : 1) << what;
     }
     if (loop == TdtLoop::kPersistent) {
-      EXPECT_GT(ws.persistent_grid(), 0) << "the persistent kernel fell back";
+      EXPECT_GT(ws.persistent_blocks(), 0) << "the persistent kernel fell back";
     }
     if (loop == TdtLoop::kGraphWhile) {
       EXPECT_TRUE(ws.while_supported()) << "the while-loop graph fell back";
@@ -247,7 +247,7 @@ TEST(CudaTdtDecoder, BundledModelF32MatchesCpuInEveryLoopMode) {
   one_block.persistent_min_rows = 1;
   const std::vector<Hypothesis> single =
       dec.decode(gpu, ws, ops::to_context(gpu, f.encoded.values, DType::kF32), f.encoded.lengths, one_block);
-  EXPECT_EQ(ws.persistent_grid(), 1);
+  EXPECT_EQ(ws.persistent_blocks(), 1);
   for (size_t b = 0; b < ref.size(); ++b) expect_same_hyp(ref[b], single[b], "one block, clip " + std::to_string(b));
 }
 
@@ -263,7 +263,7 @@ TEST(CudaTdtDecoder, BundledModelHalfPrecisionGivesTheSameTokens) {
     const GpuRun graph = run_gpu(gpu, dec, ws, f.encoded, dtype, TdtLoop::kGraphWhile);
     const GpuRun eager = run_gpu(gpu, dec, ws, f.encoded, dtype, TdtLoop::kEager);
     const GpuRun persistent = run_gpu(gpu, dec, ws, f.encoded, dtype, TdtLoop::kPersistent);
-    EXPECT_GT(ws.persistent_grid(), 0) << "the persistent kernel fell back";
+    EXPECT_GT(ws.persistent_blocks(), 0) << "the persistent kernel fell back";
     for (size_t b = 0; b < ref.size(); ++b) {
       EXPECT_EQ(graph.hyps[b].tokens, ref[b].tokens) << dtype_name(dtype) << " clip " << b;
       EXPECT_EQ(persistent.hyps[b].tokens, ref[b].tokens) << dtype_name(dtype) << " persistent, clip " << b;
@@ -358,7 +358,7 @@ TEST(CudaTdtDecoder, Bf16LoopModesAgreeAndStayWellFormed) {
   // The persistent kernel rounds differently (f32 logits and gates, not bf16 ones), so on random weights, whose
   // decisions are often near ties, it may take the other branch somewhere: well-formed, and mostly the same.
   const GpuRun persistent = run_gpu(gpu, dec, ws, e, DType::kBF16, TdtLoop::kPersistent);
-  EXPECT_GT(ws.persistent_grid(), 0) << "the persistent kernel fell back";
+  EXPECT_GT(ws.persistent_blocks(), 0) << "the persistent kernel fell back";
   expect_well_formed(persistent.hyps, e.lengths, config.blank_id(), config.decoding.durations,
                      config.decoding.max_symbols);
   int same = 0;
