@@ -32,14 +32,6 @@ void check_cuda(cudaError_t err, const char* what) {
 
 cudaStream_t stream_of(const ops::Context& ctx) { return static_cast<cudaStream_t>(ctx.stream().handle()); }
 
-kern::Dt dt_of(DType t) {
-  switch (t) {
-    case DType::kF16: return kern::Dt::kF16;
-    case DType::kBF16: return kern::Dt::kBF16;
-    default: return kern::Dt::kF32;
-  }
-}
-
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 std::atomic<uint64_t> next_decoder_id{1};
@@ -225,7 +217,6 @@ CudaTdtDecoder::CudaTdtDecoder(const TdtDecoder& cpu, ops::Context& ctx, DType d
   if (!persistent_->usable())
     spdlog::info("CUDA TDT decoder: no persistent kernel for this model ({}); decoding step by step",
                  persistent_->why_not());
-  ctx.synchronize();
 }
 
 CudaTdtDecoder::~CudaTdtDecoder() = default;
@@ -312,7 +303,7 @@ void CudaTdtDecoder::record_prediction(ops::Context& ctx, Bucket& bk) const {
     const int32_t in_dim = static_cast<int32_t>(w_cat_[l].dim(1)) - hidden_;
     const bool last = l + 1 == layers;
     Tensor& next = last ? bk.h_last : bk.xh[l + 1];  // the next layer's input x sits at the start of its xh
-    kern::launch_tdt_lstm_pointwise(dt_of(dtype_), bk.dims, bk.row_state, bk.gates.raw(),
+    kern::launch_tdt_lstm_pointwise(detail::kernel_dt(dtype_), bk.dims, bk.row_state, bk.gates.raw(),
                                     lstm_bias_[l].data<float>(), bk.c[l].data<float>(), bk.xh[l].raw(), in_dim,
                                     next.raw(), static_cast<int32_t>(next.dim(1)), s);
   }
@@ -321,7 +312,7 @@ void CudaTdtDecoder::record_prediction(ops::Context& ctx, Bucket& bk) const {
 
 void CudaTdtDecoder::record_step(ops::Context& ctx, Bucket& bk, uint64_t handle, bool set_handle) const {
   const cudaStream_t s = stream_of(ctx);
-  const kern::Dt dt = dt_of(dtype_);
+  const kern::Dt dt = detail::kernel_dt(dtype_);
   kern::launch_tdt_joint_hidden(dt, bk.dims, bk.params, bk.row_state, bk.g_new.raw(), pred_b_.data<float>(),
                                 enc_b_.data<float>(), bk.pred_proj.data<float>(), bk.hidden.raw(), s);
   ops::linear(ctx, bk.hidden, out_w_, Tensor(), bk.logits);
@@ -336,7 +327,7 @@ void CudaTdtDecoder::record_start(ops::Context& ctx, Bucket& bk) const {
     steno::cuda::memset_async(bk.xh[l].raw(), 0, bk.xh[l].nbytes(), ctx.stream());
     steno::cuda::memset_async(bk.c[l].raw(), 0, bk.c[l].nbytes(), ctx.stream());
   }
-  kern::launch_tdt_init(dt_of(dtype_), bk.dims, bk.ctrl, bk.row_state, embed_.raw(), bk.xh[0].raw(),
+  kern::launch_tdt_init(detail::kernel_dt(dtype_), bk.dims, bk.ctrl, bk.row_state, embed_.raw(), bk.xh[0].raw(),
                         static_cast<int32_t>(bk.xh[0].dim(1)), stream_of(ctx));
   record_prediction(ctx, bk);  // NeMo's SOS step: every row's LSTM on embed[blank] from zero state
 }

@@ -16,14 +16,6 @@ namespace {
 
 int64_t pad16(int64_t n) { return (n + 15) / 16 * 16; }
 
-kern::Dt dt_of(DType t) {
-  switch (t) {
-    case DType::kF16: return kern::Dt::kF16;
-    case DType::kBF16: return kern::Dt::kBF16;
-    default: return kern::Dt::kF32;
-  }
-}
-
 // src [rows, cols] (f32, CPU) into the top-left corner of a zero [prows, pcols] matrix.
 Tensor padded(const Tensor& src, int64_t prows, int64_t pcols) {
   Tensor out = Tensor::zeros({prows, pcols});
@@ -58,9 +50,9 @@ TdtPersistent::TdtPersistent(const TdtDecoder::Parameters& p, ops::Context& ctx,
   w.N = static_cast<int32_t>(N);
   w.enc_width = static_cast<int32_t>(joint);
   for (int l = 0; l < layers; ++l) w.k_layer[l] = static_cast<int32_t>((l == 0 ? E : H) + H);
-  smem_ = kern::persistent_smem_bytes(dt_of(dtype), w);
+  smem_ = kern::persistent_smem_bytes(kernel_dt(dtype), w);
   const int device = ctx.device().index;
-  const int per_sm = smem_ > 0 ? kern::persistent_blocks_per_sm(dt_of(dtype), smem_) : 0;
+  const int per_sm = smem_ > 0 ? kern::persistent_blocks_per_sm(kernel_dt(dtype), smem_) : 0;
   if (per_sm == 0) {
     why_not_ = fmt::format("{} bytes of shared memory a block for sizes E {} H {} J {} N {}", smem_, E, H, J, N);
     smem_ = 0;
@@ -141,7 +133,8 @@ int TdtPersistent::launch(ops::Context& ctx, const kern::TdtDims& dims, const Bu
   const cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream().handle());
   for (;;) {
     const int n = static_cast<int>(std::min<int64_t>(grid, widest));
-    const cudaError_t err = kern::launch_tdt_persistent(dt_of(dtype_), dims, w_, buffers.b, params, n, smem_, stream);
+    const cudaError_t err =
+        kern::launch_tdt_persistent(kernel_dt(dtype_), dims, w_, buffers.b, params, n, smem_, stream);
     if (err == cudaSuccess) return n;
     if (err == cudaErrorCooperativeLaunchTooLarge && grid > 1) {
       grid /= 2;

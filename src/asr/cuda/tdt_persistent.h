@@ -13,6 +13,15 @@
 
 namespace steno::asr::detail {
 
+// The kernels' element type for a compute dtype of the decoder (f32, f16 or bf16, checked by its constructor).
+inline cuda_tdt::Dt kernel_dt(DType t) {
+  switch (t) {
+    case DType::kF16: return cuda_tdt::Dt::kF16;
+    case DType::kBF16: return cuda_tdt::Dt::kBF16;
+    default: return cuda_tdt::Dt::kF32;
+  }
+}
+
 class TdtPersistent {
  public:
   // Pads `p`'s weights to the kernel's layout and places them on ctx's device in `dtype` (biases in f32).
