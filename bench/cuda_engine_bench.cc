@@ -431,7 +431,8 @@ void encoder_ops(benchmark::State& state, BatchShape shape) {
   state.SetLabel(label(shape));
 }
 
-void decoder(benchmark::State& state, BatchShape shape, asr::TdtLoop loop) {
+// `dedicated_max_rows`: CudaDecodeOptions::persistent_dedicated_max_rows (-1: its default).
+void decoder(benchmark::State& state, BatchShape shape, asr::TdtLoop loop, int64_t dedicated_max_rows) {
   Engine& e = engine();
   Prepared& p = prepared(shape);
   const asr::CudaTdtDecoder* gpu = e.model->cuda_decoder();
@@ -440,6 +441,7 @@ void decoder(benchmark::State& state, BatchShape shape, asr::TdtLoop loop) {
   options.loop = loop;
   options.persistent_min_rows = 1;  // the kernel itself at every shape (end_to_end runs the default policy)
   options.persistent_max_rows = 256;
+  if (dedicated_max_rows >= 0) options.persistent_dedicated_max_rows = dedicated_max_rows;
   asr::DecodeStats warm;
   std::vector<asr::Hypothesis> hyps =
       gpu->decode(e.ctx, e.workspace, p.encoded.encoded, p.encoded.lengths, options, &warm);
@@ -453,7 +455,10 @@ void decoder(benchmark::State& state, BatchShape shape, asr::TdtLoop loop) {
   state.counters["steps_per_frame"] = static_cast<double>(warm.steps) / frames;
   state.counters["tokens"] = static_cast<double>(tokens);
   if (loop == asr::TdtLoop::kGraphWhile) state.counters["while_node"] = e.workspace.while_supported() ? 1 : 0;
-  if (loop == asr::TdtLoop::kPersistent) state.counters["persistent_blocks"] = e.workspace.persistent_blocks();
+  if (loop == asr::TdtLoop::kPersistent) {
+    state.counters["persistent_blocks"] = e.workspace.persistent_blocks();
+    state.counters["persistent_dedicated"] = e.workspace.persistent_dedicated();
+  }
   state.SetLabel(label(shape) + " " + asr::tdt_loop_name(loop));
 }
 
@@ -539,7 +544,10 @@ void register_benchmarks() {
     add("encoder_ops/" + s.name(), encoder_ops, s)->Iterations(3)->Repetitions(1);
     for (asr::TdtLoop loop : {asr::TdtLoop::kPersistent, asr::TdtLoop::kGraphWhile, asr::TdtLoop::kGraphUnrolled,
                               asr::TdtLoop::kEager})
-      add(fmt::format("decoder/{}/{}", asr::tdt_loop_name(loop), s.name()), decoder, s, loop);
+      add(fmt::format("decoder/{}/{}", asr::tdt_loop_name(loop), s.name()), decoder, s, loop, -1);
+    // The persistent kernel's block roles forced either way (the line above: the default by bucket size).
+    add("decoder/persistent-shared/" + s.name(), decoder, s, asr::TdtLoop::kPersistent, 0);
+    add("decoder/persistent-dedicated/" + s.name(), decoder, s, asr::TdtLoop::kPersistent, 256);
     add("end_to_end/" + s.name(), end_to_end, s);
   }
   // A pass over the mix takes about a second for the 0.6B model: a fixed count, not min_time, bounds the run.

@@ -117,6 +117,7 @@ struct CudaTdtDecoder::Workspace::State {
   bool while_supported = true;
   int persistent_grid = 0;    // co-resident blocks found on this context (0: not yet, -1: no cooperative launch)
   int persistent_blocks = 0;  // Workspace::persistent_blocks()
+  bool persistent_dedicated = false;
   std::map<int64_t, std::unique_ptr<detail::TdtBucket>> buckets;
 };
 
@@ -139,6 +140,7 @@ int CudaTdtDecoder::Workspace::num_graphs() const {
 
 bool CudaTdtDecoder::Workspace::while_supported() const { return state_->while_supported; }
 int CudaTdtDecoder::Workspace::persistent_blocks() const { return state_->persistent_blocks; }
+bool CudaTdtDecoder::Workspace::persistent_dedicated() const { return state_->persistent_dedicated; }
 
 void CudaTdtDecoder::Workspace::clear() {
   if (state_->ctx) state_->ctx->synchronize();
@@ -220,6 +222,10 @@ CudaTdtDecoder::CudaTdtDecoder(const TdtDecoder& cpu, ops::Context& ctx, DType d
 }
 
 CudaTdtDecoder::~CudaTdtDecoder() = default;
+
+bool CudaTdtDecoder::persistent_dedicated(int grid) const {
+  return persistent_->usable() && persistent_->roles(grid).lstm_blocks > 0;
+}
 
 int64_t CudaTdtDecoder::bucket_size(int64_t batch) {
   int64_t b = 1;
@@ -517,12 +523,14 @@ std::vector<Hypothesis> CudaTdtDecoder::decode(ops::Context& ctx, Workspace& ws,
       // A grid asked for by the caller is tried as is and not remembered as the context's bound.
       int& bound = ws.state_->persistent_grid;
       int grid = options.persistent_blocks > 0 ? options.persistent_blocks : bound;
-      const int launched = persistent_->launch(ctx, bk.dims, *bk.persistent, bk.params, grid);
+      const bool dedicated = bk.rows <= options.persistent_dedicated_max_rows;
+      const int launched = persistent_->launch(ctx, bk.dims, *bk.persistent, bk.params, grid, dedicated);
       if (launched == 0)
         bound = -1;
       else if (options.persistent_blocks == 0)
         bound = grid;
       ws.state_->persistent_blocks = launched > 0 ? launched : -1;
+      ws.state_->persistent_dedicated = dedicated && launched > 0 && persistent_->roles(launched).lstm_blocks > 0;
       done = launched > 0;
     }
     if (!done) {
@@ -533,6 +541,8 @@ std::vector<Hypothesis> CudaTdtDecoder::decode(ops::Context& ctx, Workspace& ws,
     uint8_t* down = bk.download_host();
     steno::cuda::memcpy_async(down, static_cast<uint8_t*>(bk.block.raw()) + L.ctrl, L.download_bytes(), ctx.stream());
     ctx.synchronize();
+    if (done)
+      persistent_->report_trace(ctx, *bk.persistent, ws.state_->persistent_blocks, ws.state_->persistent_dedicated);
     kern::TdtControl ctrl;
     std::memcpy(&ctrl, down, sizeof ctrl);
     const auto* count = reinterpret_cast<const int32_t*>(down + (L.count - L.ctrl));

@@ -62,6 +62,12 @@ struct CudaDecodeOptions {
   // Blocks of the persistent kernel (0: as many as are co-resident, capped by the widest phase's tiles). Any
   // count gives the same result; tests set 1 to take cross-block traffic out of the picture.
   int persistent_blocks = 0;
+  // Buckets up to this many rows give the persistent kernel's blocks dedicated roles where the grid allows
+  // (tdt_persistent_kernel.h's PersistentRoles: weights resident in shared memory for the whole decode, but a
+  // phase on part of the grid); larger ones shared roles. Measured on an H200 at the 0.6B shapes
+  // (bench/results/h200-decoder-dedicated): dedicated is ahead at one row tile, where each dedicated block has
+  // one LSTM tile, and behind from two on, where it must take its row tiles one after another.
+  int64_t persistent_dedicated_max_rows = 16;
   // The buckets kPersistent decodes persistently; the others run graph-while. Measured on an H200 at the 0.6B
   // shapes (bench/results/h200-decoder-persistent): the persistent decoder alone is 19-23 % ahead at 1, 8 and 32
   // rows and five times behind at 128, where each phase has many more tiles than blocks. max up to 256.
@@ -92,6 +98,7 @@ class CudaTdtDecoder {
     // Blocks of the persistent kernel's last launch on this workspace: 0 before the first, -1 once it could
     // not be launched (persistent decoding then runs graph-while).
     int persistent_blocks() const;
+    bool persistent_dedicated() const;  // whether that launch gave its blocks dedicated roles
     void clear();                  // frees every bucket and graph (the next decode captures again)
 
    private:
@@ -108,6 +115,10 @@ class CudaTdtDecoder {
   Device device() const { return device_; }
   DType dtype() const { return dtype_; }
   int blank_id() const { return vocab_size_; }
+  // Whether a persistent launch of `grid` blocks can give them dedicated roles (tdt_persistent_kernel.h's
+  // PersistentRoles: every block's weights in its shared memory for the whole decode); false also when this
+  // model has no persistent kernel.
+  bool persistent_dedicated(int grid) const;
   // The bucket a batch of `batch` rows runs in: the next power of two.
   static int64_t bucket_size(int64_t batch);
 

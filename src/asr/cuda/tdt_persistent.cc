@@ -3,10 +3,13 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "steno/core/cuda.h"
 #include "steno/core/logging.h"
 #include "steno/ops/copy.h"
+#include "tdt_persistent_trace.h"
 
 namespace steno::asr::detail {
 
@@ -15,6 +18,11 @@ namespace kern = cuda_tdt;
 namespace {
 
 int64_t pad16(int64_t n) { return (n + 15) / 16 * 16; }
+
+// Trace entries a block has (PersistentBuffers::trace): ~8 stamps an iteration, up to ~1,000 iterations.
+constexpr int kTraceCap = 8192;
+
+std::pair<int, int> trace_key(int rows, int grid, bool dedicated) { return {rows, dedicated ? grid : -grid}; }
 
 // src [rows, cols] (f32, CPU) into the top-left corner of a zero [prows, pcols] matrix.
 Tensor padded(const Tensor& src, int64_t prows, int64_t pcols) {
@@ -59,6 +67,7 @@ TdtPersistent::TdtPersistent(const TdtDecoder::Parameters& p, ops::Context& ctx,
     return;
   }
   full_grid_ = per_sm * steno::cuda::sm_count(device);
+  if (const char* path = std::getenv("STENO_TDT_TRACE"); path != nullptr && *path != '\0') trace_path_ = path;
 
   Allocator& alloc = steno::cuda::weight_allocator(device);
   auto put = [&](const Tensor& host, DType t) {
@@ -112,29 +121,60 @@ TdtPersistent::Buffers TdtPersistent::make_buffers(ops::Context& ctx, int64_t bu
   }
   b.pred_proj = static_cast<float*>(make({R, w_.J}, DType::kF32));
   b.hidden = make({R, w_.J}, dtype_);
-  b.part_value = static_cast<float*>(make({R, w_.N / 16}, DType::kF32));
-  b.part_index = static_cast<int32_t*>(make({R, w_.N / 16}, DType::kI32));
+  b.best_key = static_cast<unsigned long long*>(make({2 * R}, DType::kI64));
   b.dur_logits = static_cast<float*>(make({R, kern::kMaxDurations}, DType::kF32));
   b.len = rows.len;
   b.count = rows.count;
   b.steps = rows.steps;
   b.ctrl = ctrl;
   b.rows = static_cast<int32_t>(R);
+  if (!trace_path_.empty()) {
+    b.trace = static_cast<uint64_t*>(make({static_cast<int64_t>(full_grid_) * kTraceCap}, DType::kI64));
+    b.trace_cap = kTraceCap;
+  }
   return out;
 }
 
+void TdtPersistent::report_trace(ops::Context& ctx, const Buffers& buffers, int grid, bool dedicated) const {
+  if (buffers.b.trace == nullptr || grid <= 0) return;
+  {
+    std::lock_guard<std::mutex> lock(trace_mutex_);
+    if (!traced_.insert(trace_key(buffers.b.rows, grid, dedicated)).second) return;
+  }
+  std::vector<uint64_t> host(static_cast<size_t>(grid) * kTraceCap);
+  steno::cuda::memcpy_async(host.data(), buffers.b.trace, host.size() * sizeof(uint64_t), ctx.stream());
+  ctx.synchronize();
+  int khz = 0;
+  cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, ctx.device().index);
+  std::string text = fmt::format("persistent TDT decoder: {} rows, {} blocks, {} roles\n", buffers.b.rows, grid,
+                                 dedicated ? "dedicated" : "shared");
+  text += summarize_persistent_trace(host.data(), grid, kTraceCap, khz / 1000.0);
+  if (std::FILE* f = std::fopen(trace_path_.c_str(), "a")) {
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  } else {
+    spdlog::warn("STENO_TDT_TRACE: cannot write {}", trace_path_);
+  }
+}
+
 int TdtPersistent::launch(ops::Context& ctx, const kern::TdtDims& dims, const Buffers& buffers,
-                           const kern::TdtCallParams* params, int& grid) const {
+                           const kern::TdtCallParams* params, int& grid, bool dedicated) const {
   STENO_ASSERT(usable());
-  // More blocks than the widest phase has tiles would only wait at the barriers.
-  const int64_t row_tiles = buffers.b.rows / 16;
-  const int64_t widest = row_tiles * std::max({w_.H, w_.J, w_.N}) / 16;
+  // More blocks than can have work would only wait at the barriers.
+  const int useful = kern::persistent_useful_grid(w_, buffers.b.rows);
   if (grid == 0) grid = full_grid_;
   const cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream().handle());
   for (;;) {
-    const int n = static_cast<int>(std::min<int64_t>(grid, widest));
+    const int n = std::min(grid, useful);
+    const kern::PersistentRoles roles = dedicated ? kern::persistent_roles(w_, n) : kern::PersistentRoles{};
+    // The trace stamps only until this bucket size, grid and roles have been reported (they cost time).
+    kern::PersistentBuffers b = buffers.b;
+    if (b.trace != nullptr) {
+      std::lock_guard<std::mutex> lock(trace_mutex_);
+      if (traced_.count(trace_key(b.rows, n, roles.lstm_blocks > 0)) != 0) b.trace = nullptr;
+    }
     const cudaError_t err =
-        kern::launch_tdt_persistent(kernel_dt(dtype_), dims, w_, buffers.b, params, n, smem_, stream);
+        kern::launch_tdt_persistent(kernel_dt(dtype_), dims, w_, b, params, n, roles, smem_, stream);
     if (err == cudaSuccess) return n;
     if (err == cudaErrorCooperativeLaunchTooLarge && grid > 1) {
       grid /= 2;

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "steno/asr/tdt_decoder.h"
@@ -31,6 +34,7 @@ class TdtPersistent {
   bool usable() const { return smem_ > 0; }
   const std::string& why_not() const { return why_not_; }
   static int64_t padded_rows(int64_t bucket_rows) { return (bucket_rows + 15) / 16 * 16; }
+  cuda_tdt::PersistentRoles roles(int grid) const { return cuda_tdt::persistent_roles(w_, grid); }
   bool fits(int64_t bucket_rows) const { return padded_rows(bucket_rows) <= cuda_tdt::kPersistentMaxRows; }
 
   // A bucket's buffers (zeroed), around the TdtRows arrays and loop control of the bucket's state block.
@@ -44,10 +48,17 @@ class TdtPersistent {
   // Queues the decode of a bucket on ctx's stream and returns the blocks launched. `grid` is the grid to try
   // (0: SMs x blocks per SM), lowered here by halving while the driver says it is too large (a green context or
   // an MPS share has fewer SMs): the caller keeps it as the context's bound. A launch uses no more blocks than
-  // the widest phase has tiles. Returns 0, with a warning, when cooperative launches are unavailable; the caller
+  // can have work (cuda_tdt::persistent_useful_grid); the grid it gets decides the blocks' roles
+  // (cuda_tdt::PersistentRoles). Returns 0, with a warning, when cooperative launches are unavailable; the caller
   // then decodes another way.
+  // Dedicated roles are taken where the grid allows them and `dedicated` is true, shared roles otherwise.
   int launch(ops::Context& ctx, const cuda_tdt::TdtDims& dims, const Buffers& buffers,
-             const cuda_tdt::TdtCallParams* params, int& grid) const;
+             const cuda_tdt::TdtCallParams* params, int& grid, bool dedicated) const;
+
+  // With $STENO_TDT_TRACE=FILE (a developer's measuring aid, read when the decoder is made) the kernel stamps
+  // its phases until the first decode of each bucket size, grid and roles, whose per-phase summary
+  // (tdt_persistent_trace.h) is then appended to FILE (the caller has synchronized the stream).
+  void report_trace(ops::Context& ctx, const Buffers& buffers, int grid, bool dedicated) const;
 
  private:
   DType dtype_;
@@ -56,6 +67,9 @@ class TdtPersistent {
   size_t smem_ = 0;
   int full_grid_ = 0;  // SMs x blocks per SM on the device
   std::string why_not_;
+  std::string trace_path_;  // $STENO_TDT_TRACE
+  mutable std::mutex trace_mutex_;
+  mutable std::set<std::pair<int, int>> traced_;  // (rows, grid, negated for shared roles) already reported
 };
 
 }  // namespace steno::asr::detail

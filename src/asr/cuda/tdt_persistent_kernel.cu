@@ -4,9 +4,10 @@
 // columns, or the four gate tiles of 16 LSTM units), stages the tile's 16 input rows (and, where shared memory
 // allows, its weights) with cp.async and splits the reduction over its 8 warps, which meet in shared memory for
 // the sum and the fused epilogue. Each block takes a contiguous range of a phase's tiles, column tile by column
-// tile, the same range in every step, so consecutive tiles reuse the staged weights and an element of the LSTM's
-// cell state is only ever touched by one thread. Data written during the kernel is read through L2 (__ldcg,
-// cp.async.cg) because L1 is not coherent across SMs.
+// tile, the same range in every step (PersistentRoles: spread over the whole grid, or on blocks dedicated to the
+// phase whose weights then never leave shared memory), so consecutive tiles reuse the staged weights and an
+// element of the LSTM's cell state is only ever touched by one thread. Data written during the kernel is read
+// through L2 (__ldcg, cp.async.cg) because L1 is not coherent across SMs.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <mma.h>
@@ -30,13 +31,13 @@ constexpr int kTileElems = kTile * kTile;
 constexpr int kWarps = kPersistentThreads / 32;
 constexpr int kMaxAcc = 4;  // weight tiles per output tile: the LSTM's four gates
 static_assert(kPersistentThreads == kTileElems, "the epilogues give each thread one element of a tile");
+static_assert(kMaxAcc == kPersistentWeightSlots, "the LSTM's four gate tiles fill a block's weight slots");
 
 // The rows' decoding state, identical in every block (each block makes every decision itself).
 struct RowTable {
   int t[kPersistentMaxRows], len[kPersistentMaxRows], count[kPersistentMaxRows], sym[kPersistentMaxRows];
   int last_ts[kPersistentMaxRows], steps[kPersistentMaxRows], active[kPersistentMaxRows];
   int label[kPersistentMaxRows];  // this step's emitted token, or -1: the LSTM advances where >= 0
-  float tile[kTileElems];         // one reduced output tile (the logits epilogue)
 };
 
 constexpr size_t align128(size_t n) { return (n + 127) / 128 * 128; }
@@ -112,11 +113,50 @@ __device__ __forceinline__ void group_argmax(float& v, int& i, int group) {
   }
 }
 
-// A contiguous range of a phase's items for this block: consecutive items share their weight tile.
-__device__ __forceinline__ void block_range(int items, int& first, int& last) {
+// A token's logit and index as one key whose largest value over a row is its first maximum (the larger logit,
+// then the smaller index: beats()), so that tiles can combine by atomicMax. The float's bits are made orderable
+// as unsigned (negatives flipped, the sign bit set on the others; -0 taken as +0 as `==` does). Logits are
+// finite. Key 0 is below every token's key.
+__device__ __forceinline__ unsigned long long token_key(float v, int index) {
+  unsigned u = __float_as_uint(v == 0.0f ? 0.0f : v);
+  u = (u & 0x80000000u) != 0 ? ~u : u | 0x80000000u;
+  return static_cast<unsigned long long>(u) << 32 | (0xffffffffu - static_cast<unsigned>(index));
+}
+__device__ __forceinline__ int key_token(unsigned long long key) {
+  return static_cast<int>(0xffffffffu - static_cast<unsigned>(key & 0xffffffffu));
+}
+
+// A phase's items are (column tile ct, row tile): item ct * row_tiles + row tile. A block takes a contiguous
+// range of them, so consecutive items share their weight tiles; `slot` is where in the block's shared memory
+// the weight tiles of column tile ct live (PersistentRoles).
+struct Items {
+  int first = 0, last = 0;  // items [first, last)
+  int ct0 = 0, slot0 = 0;   // dedicated roles: column tile ct is in slot slot0 + ct - ct0; shared roles: slot 0
+  bool dedicated = false;
+  __device__ int slot(int ct) const { return dedicated ? slot0 + ct - ct0 : 0; }
+};
+
+// Shared roles: the phase's items split evenly over the grid.
+__device__ __forceinline__ Items shared_items(int items) {
   const int chunk = (items + gridDim.x - 1) / gridDim.x;
-  first = min(items, static_cast<int>(blockIdx.x) * chunk);
-  last = min(items, first + chunk);
+  Items it;
+  it.first = min(items, static_cast<int>(blockIdx.x) * chunk);
+  it.last = min(items, it.first + chunk);
+  return it;
+}
+
+// Dedicated roles: column tiles [c_first, c_first + chunk) of `tiles` (all their row tiles) for this block,
+// whose role index among the blocks of the phase is `index` (out of range: no items).
+__device__ __forceinline__ Items dedicated_items(int index, int blocks, int chunk, int tiles, int row_tiles,
+                                                 int slot0) {
+  Items it;
+  it.dedicated = true;
+  if (index < 0 || index >= blocks) return it;
+  it.ct0 = min(tiles, index * chunk);
+  it.first = it.ct0 * row_tiles;
+  it.last = min(tiles, it.ct0 + chunk) * row_tiles;
+  it.slot0 = slot0;
+  return it;
 }
 
 // Each warp's share of A[16, k_len] · W_gᵀ for NACC weight tiles W_g (16 rows of a row-major matrix with
@@ -201,31 +241,56 @@ struct Phase {
   RowTable& s;
   T* a;         // the A tile
   float* red;   // the warps' partial tiles (over the A tile)
-  T* ws;        // the staged weight tile (w.resident)
+  T* ws;        // the weight slots (w.resident): kPersistentWeightSlots x 16 rows
   int ld;       // leading dimension of a and ws
-  int staged;   // which weight tile ws holds (phase * 65536 + column tile; -1: none)
+  PersistentRoles roles;
+  int staged[kPersistentWeightSlots];  // which weight tile each slot holds (phase * 65536 + column tile; -1: none)
 
   // The NACC weight tiles of output column tile `ct` (rows row0(g) + [0, 16) of a row-major [*, K] matrix),
-  // from shared memory when they fit there (staged once for consecutive items of the same column tile).
+  // from shared memory slots slot, ... slot + NACC - 1 when they fit there: staged when the slot holds another
+  // tile, so once for consecutive items of a column tile, and once per decode under dedicated roles.
   template <int NACC, typename RowOf>
-  __device__ void weight_tiles(int phase, int ct, const T* mat, int K, RowOf row0, const T* (&out)[NACC], int& ldw) {
+  __device__ void weight_tiles(int phase, int ct, int slot, const T* mat, int K, RowOf row0, const T* (&out)[NACC],
+                               int& ldw) {
     if (!w.resident) {
 #pragma unroll
       for (int g = 0; g < NACC; ++g) out[g] = mat + static_cast<size_t>(row0(g)) * K;
       ldw = K;
       return;
     }
+    T* dst = ws + static_cast<size_t>(slot) * kTile * ld;
     const int key = phase * 65536 + ct;
-    if (staged != key) {
+    if (staged[slot] != key) {
       // The NACC tiles as one copy of NACC x 16 rows (tile g's rows are consecutive rows of `mat`).
       stage(
-          ws, ld, 0, K,
+          dst, ld, 0, K,
           [&](int q) { return mat + static_cast<size_t>(row0(q / kTile) + q % kTile) * K; }, NACC * kTile);
-      staged = key;
+      staged[slot] = key;
+#pragma unroll
+      for (int g = 1; g < NACC; ++g) staged[slot + g] = -1;
     }
 #pragma unroll
-    for (int g = 0; g < NACC; ++g) out[g] = ws + g * kTile * ld;
+    for (int g = 0; g < NACC; ++g) out[g] = dst + g * kTile * ld;
     ldw = ld;
+  }
+
+  // This block's items of each phase under the grid's roles.
+  __device__ Items lstm_items(int l, int row_tiles) const {
+    const int units = w.H / kTile;
+    if (roles.lstm_blocks == 0) return shared_items(units * row_tiles);
+    return dedicated_items(static_cast<int>(blockIdx.x) - l * units, units, 1, units, row_tiles, 0);
+  }
+  __device__ Items pred_items(int row_tiles) const {
+    const int tiles = w.J / kTile;
+    if (roles.lstm_blocks == 0) return shared_items(tiles * row_tiles);
+    return dedicated_items(static_cast<int>(blockIdx.x) - roles.lstm_blocks, roles.other_blocks, roles.pred_chunk,
+                           tiles, row_tiles, 0);
+  }
+  __device__ Items logit_items(int row_tiles) const {
+    const int tiles = w.N / kTile;
+    if (roles.lstm_blocks == 0) return shared_items(tiles * row_tiles);
+    return dedicated_items(static_cast<int>(blockIdx.x) - roles.lstm_blocks, roles.other_blocks,
+                           roles.logit_chunk, tiles, row_tiles, roles.pred_chunk);
   }
 
   // One LSTM layer for the rows that emitted; the others carry their h over to the other buffer. `lp` selects
@@ -239,9 +304,8 @@ struct Phase {
     const T* below = l == 0 ? nullptr : static_cast<const T*>(bf.h[l - 1][lp ^ 1]);
     const T* embed = static_cast<const T*>(w.embed);
     const int r = threadIdx.x / kTile, jj = threadIdx.x % kTile;  // the thread's element, tile-relative
-    int first, last;
-    block_range(H / kTile * row_tiles, first, last);
-    for (int item = first; item < last; ++item) {
+    const Items items = lstm_items(l, row_tiles);
+    for (int item = items.first; item < items.last; ++item) {
       const int ut = item / row_tiles, r0 = item % row_tiles * kTile, u0 = ut * kTile;
       const int j = u0 + jj, row = r0 + r;
       const size_t at = static_cast<size_t>(row) * H + j;
@@ -251,13 +315,14 @@ struct Phase {
       }
       const T* gates[kMaxAcc];
       int ldw;
-      weight_tiles<kMaxAcc>(l, ut, wl, K, [&](int g) { return g * H + u0; }, gates, ldw);
+      weight_tiles<kMaxAcc>(l, ut, items.slot(ut), wl, K, [&](int g) { return g * H + u0; }, gates, ldw);
       stage(a, ld, 0, in_dim, [&](int q) -> const T* {
         const int label = s.label[r0 + q];
         if (label < 0) return nullptr;
         return l == 0 ? embed + static_cast<size_t>(label) * w.E : below + static_cast<size_t>(r0 + q) * H;
       });
-      stage(a, ld, in_dim, H, [&](int q) { return h_old + static_cast<size_t>(r0 + q) * H; });
+      stage(a, ld, in_dim, H,
+            [&](int q) { return s.label[r0 + q] < 0 ? nullptr : h_old + static_cast<size_t>(r0 + q) * H; });
       finish_copies();
       tile_partials<T, kMaxAcc>(a, ld, gates, ldw, K, red);
       if (s.label[row] >= 0) {
@@ -288,17 +353,17 @@ struct Phase {
     const T* enc = static_cast<const T*>(prm.enc_proj);
     T* hidden = static_cast<T*>(bf.hidden);
     const int r = threadIdx.x / kTile, jj = threadIdx.x % kTile;
-    int first, last;
-    block_range(J / kTile * row_tiles, first, last);
-    for (int item = first; item < last; ++item) {
+    const Items items = pred_items(row_tiles);
+    for (int item = items.first; item < items.last; ++item) {
       const int ct = item / row_tiles, r0 = item % row_tiles * kTile, c0 = ct * kTile;
       const int row = r0 + r, col = c0 + jj;
       const bool mma = emitted && any_row(r0, [&](int q) { return s.label[q] >= 0; });
       if (mma) {
         const T* wt[1];
         int ldw;
-        weight_tiles<1>(kPersistentMaxLayers, ct, pred_w, H, [&](int) { return c0; }, wt, ldw);
-        stage(a, ld, 0, H, [&](int q) { return h_last + static_cast<size_t>(r0 + q) * H; });
+        weight_tiles<1>(kPersistentMaxLayers, ct, items.slot(ct), pred_w, H, [&](int) { return c0; }, wt, ldw);
+        stage(a, ld, 0, H,
+              [&](int q) { return s.label[r0 + q] < 0 ? nullptr : h_last + static_cast<size_t>(r0 + q) * H; });
         finish_copies();
         tile_partials<T, 1>(a, ld, wt, ldw, H, red);
       }
@@ -321,73 +386,88 @@ struct Phase {
     }
   }
 
-  // The logits of every active row's tiles: per row and tile, the first maximum over token columns (index -1
-  // if the tile has none) and the duration logits.
-  __device__ void logits() {
-    const int J = w.J, n_tiles = w.N / kTile, row_tiles = bf.rows / kTile;
+  // Column tiles ct, ..., ct + NACC - 1 of the logits for row tile r0 in one pass (the same input rows, NACC
+  // weight tiles, from slot `slot` on): each row's best-token key raised with the tiles' first maximum over
+  // their token columns, the duration logits stored.
+  template <int NACC>
+  __device__ void logit_tiles(int ct, int r0, int slot, unsigned long long* keys) {
+    const int J = w.J, c0 = ct * kTile;
+    const T* wt[NACC];
+    int ldw;
+    weight_tiles<NACC>(kPersistentMaxLayers + 1, ct, slot, static_cast<const T*>(w.out_w), J,
+                       [&](int g) { return c0 + g * kTile; }, wt, ldw);
     const T* hidden = static_cast<const T*>(bf.hidden);
-    const T* out_w = static_cast<const T*>(w.out_w);
-    int first, last;
-    block_range(n_tiles * row_tiles, first, last);
-    for (int item = first; item < last; ++item) {
-      const int nt = item / row_tiles, r0 = item % row_tiles * kTile, c0 = nt * kTile;
-      if (!any_row(r0, [&](int q) { return s.active[q] != 0; })) continue;
-      const T* wt[1];
-      int ldw;
-      weight_tiles<1>(kPersistentMaxLayers + 1, nt, out_w, J, [&](int) { return c0; }, wt, ldw);
-      stage(a, ld, 0, J, [&](int q) { return hidden + static_cast<size_t>(r0 + q) * J; });
-      finish_copies();
-      tile_partials<T, 1>(a, ld, wt, ldw, J, red);
-      s.tile[threadIdx.x] = tile_sum<1>(red, 0) + w.out_b[c0 + threadIdx.x % kTile];
-      __syncthreads();
-      if (threadIdx.x < kTile && s.active[r0 + threadIdx.x]) {
-        const int row = r0 + threadIdx.x;
-        float best = 0.0f;
-        int best_i = -1;
-        for (int cc = 0; cc < kTile; ++cc) {
-          const int col = c0 + cc;
-          const float v = s.tile[threadIdx.x * kTile + cc];
-          if (col <= d.blank) {
-            if (beats(v, col, best, best_i)) {
-              best = v;
-              best_i = col;
-            }
-          } else if (col < d.n_out) {
-            __stcg(bf.dur_logits + static_cast<size_t>(row) * kMaxDurations + (col - d.blank - 1), v);
-          }
+    stage(a, ld, 0, J, [&](int q) { return s.active[r0 + q] ? hidden + static_cast<size_t>(r0 + q) * J : nullptr; });
+    finish_copies();
+    tile_partials<T, NACC>(a, ld, wt, ldw, J, red);
+    // Thread (r, cc) holds row r0 + r's logits of columns c0 + g * 16 + cc; a row's 16 threads are half a warp.
+    const int r = threadIdx.x / kTile, cc = threadIdx.x % kTile, row = r0 + r;
+    const bool live = s.active[row] != 0;
+    float best = 0.0f;
+    int best_i = -1;
+#pragma unroll
+    for (int g = 0; g < NACC; ++g) {
+      const int col = c0 + g * kTile + cc;
+      const float v = tile_sum<NACC>(red, g) + w.out_b[col];
+      if (col <= d.blank) {
+        if (beats(v, col, best, best_i)) {
+          best = v;
+          best_i = col;
         }
-        __stcg(bf.part_value + static_cast<size_t>(row) * n_tiles + nt, best);
-        __stcg(bf.part_index + static_cast<size_t>(row) * n_tiles + nt, best_i);
+      } else if (live && col < d.n_out) {
+        __stcg(bf.dur_logits + static_cast<size_t>(row) * kMaxDurations + (col - d.blank - 1), v);
       }
-      __syncthreads();
+    }
+    group_argmax(best, best_i, kTile);
+    if (live && cc == 0 && best_i >= 0) atomicMax(keys + row, token_key(best, best_i));
+    __syncthreads();  // the next pass reuses `red`
+  }
+
+  // The logits of every active row: shared roles take their items one tile at a time, dedicated roles the
+  // block's column tiles in passes of up to four per row tile. `parity`: the step's half of best_key.
+  __device__ void logits(int parity) {
+    const int row_tiles = bf.rows / kTile;
+    unsigned long long* keys = bf.best_key + static_cast<size_t>(parity) * bf.rows;
+    const Items items = logit_items(row_tiles);
+    auto pass = [&](int n, int ct, int r0) {
+      if (!any_row(r0, [&](int q) { return s.active[q] != 0; })) return;
+      const int slot = items.slot(ct);
+      // Passes of 1, 2 or 4 tiles: nvcc 13.0 crashes compiling logit_tiles<3>.
+      if (n == 4)
+        logit_tiles<4>(ct, r0, slot, keys);
+      else if (n == 2)
+        logit_tiles<2>(ct, r0, slot, keys);
+      else
+        logit_tiles<1>(ct, r0, slot, keys);
+    };
+    if (!items.dedicated) {
+      for (int item = items.first; item < items.last; ++item) pass(1, item / row_tiles, item % row_tiles * kTile);
+      return;
+    }
+    const int ct_end = items.ct0 + (items.last - items.first) / row_tiles;
+    for (int rt = 0; rt < row_tiles; ++rt) {
+      for (int ct = items.ct0; ct < ct_end;) {
+        const int n = ct_end - ct >= 4 ? 4 : ct_end - ct >= 2 ? 2 : 1;
+        pass(n, ct, rt * kTile);
+        ct += n;
+      }
     }
   }
 
-  // Every active row's decision from the tiles' partial maxima and its duration logits, applied to the row
-  // table. A group of 256 / rows threads takes each row (16 at one row tile, 1 at 256 rows), so that the loads
-  // run in parallel at any batch size; the group's first thread applies NeMo's rules. Block 0 records the
-  // tokens. Returns whether any row emitted.
-  __device__ bool decide() {
-    const int n_tiles = w.N / kTile, tok_tiles = d.blank / kTile + 1;
+  // Every active row's decision from its best-token key and duration logits, applied to the row table. A group
+  // of 256 / rows threads takes each row (16 at one row tile, 1 at 256 rows), so that the loads run in parallel
+  // at any batch size; the group's first thread applies NeMo's rules. Block 0 records the tokens and resets the
+  // other parity's keys for the next step (read by no one until then: a barrier or more lies between). Returns
+  // whether any row emitted.
+  __device__ bool decide(int parity) {
     const int group = kPersistentThreads / bf.rows;  // a power of two: rows is a power of two >= 16
     const int row = threadIdx.x / group, sub = threadIdx.x % group;
     const bool active = s.active[row] != 0;
-    float best = 0.0f;
-    int best_i = -1;
+    unsigned long long key = 0;
     float d_value = 0.0f;
     int d_idx = -1;
     if (active) {
-      const float* pv = bf.part_value + static_cast<size_t>(row) * n_tiles;
-      const int* pi = bf.part_index + static_cast<size_t>(row) * n_tiles;
-#pragma unroll 4
-      for (int i = sub; i < tok_tiles; i += group) {
-        const float v = __ldcg(pv + i);
-        const int k = __ldcg(pi + i);
-        if (beats(v, k, best, best_i)) {
-          best = v;
-          best_i = k;
-        }
-      }
+      if (sub == 0) key = __ldcg(bf.best_key + static_cast<size_t>(parity) * bf.rows + row);
       // The duration: the first maximum, as the CPU decoder's strict comparison picks it.
       const float* dur = bf.dur_logits + static_cast<size_t>(row) * kMaxDurations;
       for (int j = sub; j < d.n_durations; j += group) {
@@ -398,14 +478,13 @@ struct Phase {
         }
       }
     }
-    group_argmax(best, best_i, group);
     group_argmax(d_value, d_idx, group);
     if (sub == 0) {
       int label = -1;
       if (active) {
         TdtRowState st{s.t[row], s.len[row], s.count[row], s.sym[row], s.last_ts[row], s.steps[row]};
         int32_t* out_row = blockIdx.x == 0 ? prm.out + static_cast<size_t>(row) * prm.out_cap * 3 : nullptr;
-        label = apply_tdt_decision(d, best_i, d_idx, st, out_row, prm.out_cap);
+        label = apply_tdt_decision(d, key_token(key), d_idx, st, out_row, prm.out_cap);
         s.t[row] = st.t;
         s.count[row] = st.count;
         s.sym[row] = st.sym;
@@ -414,6 +493,7 @@ struct Phase {
         s.active[row] = st.t < st.len;
       }
       s.label[row] = label;
+      if (blockIdx.x == 0) __stcg(bf.best_key + static_cast<size_t>(parity ^ 1) * bf.rows + row, 0ull);
     }
     // A barrier first: __syncthreads_or's predicate is read before it waits, and another group may still be
     // deciding the row this thread looks at.
@@ -428,7 +508,8 @@ struct Phase {
 template <typename T>
 __global__ void __launch_bounds__(kPersistentThreads, 1)
     tdt_persistent_kernel(const __grid_constant__ TdtDims d, const __grid_constant__ PersistentWeights w,
-                          const __grid_constant__ PersistentBuffers bf, const TdtCallParams* p) {
+                          const __grid_constant__ PersistentBuffers bf, const TdtCallParams* p,
+                          const __grid_constant__ PersistentRoles roles) {
   extern __shared__ __align__(128) unsigned char smem[];
   cg::grid_group grid = cg::this_grid();
   const SmemLayout layout(w, sizeof(T));
@@ -443,7 +524,8 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
               reinterpret_cast<float*>(smem + layout.a),
               reinterpret_cast<T*>(smem + layout.w),
               layout.ld,
-              -1};
+              roles,
+              {-1, -1, -1, -1}};
 
   // Start: every row at frame 0; the first LSTM step is NeMo's SOS step (embed[blank] from zero state).
   for (int r = threadIdx.x; r < bf.rows; r += kPersistentThreads) {
@@ -465,19 +547,36 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
       __stcg(bf.c[l] + i, 0.0f);
     }
   }
-  grid.sync();
+  for (int i = static_cast<int>(blockIdx.x * kPersistentThreads + threadIdx.x); i < 2 * bf.rows;
+       i += static_cast<int>(gridDim.x * kPersistentThreads))
+    __stcg(bf.best_key + i, 0ull);
+  // The developer's trace (PersistentBuffers::trace): stamps by thread 0 once the block's threads have met.
+  uint64_t* trace = bf.trace == nullptr ? nullptr : bf.trace + static_cast<size_t>(blockIdx.x) * bf.trace_cap;
+  int stamps = 0;
+  auto stamp = [&](uint32_t tag) {
+    if (trace == nullptr) return;
+    __syncthreads();
+    if (threadIdx.x == 0 && stamps + 1 < bf.trace_cap)
+      trace[1 + stamps++] = (static_cast<uint64_t>(clock64()) << 8) | tag;
+  };
+  auto sync = [&](uint32_t tag) {
+    stamp(tag);
+    grid.sync();
+    stamp(kTraceBarrier);
+  };
+  sync(kTraceStart);
 
   int lp = 0;  // the h buffers of the current state
   auto advance = [&](bool emitted) {
     if (emitted) {
       for (int l = 0; l < w.layers; ++l) {
         ph.lstm_layer(l, lp);
-        grid.sync();
+        sync(kTraceLstm0 + l);
       }
       lp ^= 1;
     }
     ph.pred_and_hidden(lp, emitted);
-    grid.sync();
+    sync(kTracePred);
   };
   advance(true);
 
@@ -488,12 +587,14 @@ __global__ void __launch_bounds__(kPersistentThreads, 1)
       overflow = true;
       break;
     }
-    ph.logits();
-    grid.sync();
-    const bool emitted = ph.decide();
+    ph.logits(iterations & 1);
+    sync(kTraceLogits);
+    const bool emitted = ph.decide(iterations & 1);
+    stamp(kTraceDecide);
     ++iterations;
     advance(emitted);
   }
+  if (trace != nullptr && threadIdx.x == 0) trace[0] = static_cast<uint64_t>(stamps);
 
   if (blockIdx.x == 0) {
     for (int r = threadIdx.x; r < d.rows; r += kPersistentThreads) {
@@ -556,12 +657,13 @@ int persistent_blocks_per_sm(Dt dt, size_t smem_bytes) {
 
 cudaError_t launch_tdt_persistent(Dt dt, const TdtDims& dims, const PersistentWeights& w,
                                   const PersistentBuffers& buffers, const TdtCallParams* params, int grid,
-                                  size_t smem_bytes, cudaStream_t stream) {
+                                  const PersistentRoles& roles, size_t smem_bytes, cudaStream_t stream) {
   TdtDims d = dims;
   PersistentWeights wc = w;
   PersistentBuffers bc = buffers;
   const TdtCallParams* pc = params;
-  void* args[] = {&d, &wc, &bc, &pc};
+  PersistentRoles rc = roles;
+  void* args[] = {&d, &wc, &bc, &pc, &rc};
   const cudaError_t err = cudaLaunchCooperativeKernel(kernel_for(dt), dim3(static_cast<unsigned>(grid)),
                                                       dim3(kPersistentThreads), args, smem_bytes, stream);
   if (err != cudaSuccess) cudaGetLastError();

@@ -36,7 +36,14 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr float kTie = 2e-5f;  // logit gap under which f32 rounding may flip a decision
-const TdtLoop kLoops[] = {TdtLoop::kPersistent, TdtLoop::kGraphWhile, TdtLoop::kGraphUnrolled, TdtLoop::kEager};
+// A way to run the decode loop: the loop, and for the persistent kernel its blocks' roles.
+struct Mode {
+  TdtLoop loop;
+  bool dedicated = false;  // CudaDecodeOptions::persistent_dedicated_max_rows: all buckets or none
+  std::string name() const { return std::string(tdt_loop_name(loop)) + (dedicated ? " (dedicated roles)" : ""); }
+};
+const Mode kModes[] = {{TdtLoop::kPersistent, false}, {TdtLoop::kPersistent, true}, {TdtLoop::kGraphWhile},
+                       {TdtLoop::kGraphUnrolled}, {TdtLoop::kEager}};
 
 struct Encoded {
   Tensor values;  // [B, T, d_model] f32 on the CPU
@@ -151,16 +158,24 @@ struct GpuRun {
 };
 
 GpuRun run_gpu(ops::Context& gpu, const CudaTdtDecoder& dec, CudaTdtDecoder::Workspace& ws, const Encoded& e,
-               DType dtype, TdtLoop loop, int64_t initial_token_capacity = 0) {
+               DType dtype, Mode mode, int64_t initial_token_capacity = 0) {
   const Tensor x = ops::to_context(gpu, e.values, dtype);
   GpuRun r;
   CudaDecodeOptions options;
-  options.loop = loop;
+  options.loop = mode.loop;
   options.initial_token_capacity = initial_token_capacity;
   options.persistent_min_rows = 1;  // every bucket of these tests through the persistent kernel
   options.persistent_max_rows = 256;
+  options.persistent_dedicated_max_rows = mode.dedicated ? 256 : 0;
   r.hyps = dec.decode(gpu, ws, x, e.lengths, options, &r.stats);
   return r;
+}
+
+// 227 KB of shared memory a block (sm_90, sm_100): the weights of the bundled model (f32) and of the 0.6B
+// decoder (bf16) then stay resident, and a full grid of the persistent kernel can take dedicated roles.
+bool hopper_shared_memory() {
+  const int major = steno::cuda::device_info(0).sm_major;
+  return major == 9 || major == 10;
 }
 
 void expect_same_hyp(const Hypothesis& cpu, const Hypothesis& gpu, const std::string& what) {
@@ -219,11 +234,12 @@ TEST(CudaTdtDecoder, BundledModelF32MatchesCpuInEveryLoopMode) {
 
   ops::Context gpu = ops::Context::cuda(0);
   const CudaTdtDecoder dec(f.model->decoder(), gpu, DType::kF32);
-  for (TdtLoop loop : kLoops) {
+  for (const Mode& mode : kModes) {
+    const TdtLoop loop = mode.loop;
     CudaTdtDecoder::Workspace ws;
     for (int round = 0; round < 2; ++round) {  // the second round replays what the first captured
-      const std::string what = std::string(tdt_loop_name(loop)) + " round " + std::to_string(round);
-      const GpuRun r = run_gpu(gpu, dec, ws, f.encoded, DType::kF32, loop);
+      const std::string what = mode.name() + " round " + std::to_string(round);
+      const GpuRun r = run_gpu(gpu, dec, ws, f.encoded, DType::kF32, mode);
       ASSERT_EQ(r.hyps.size(), ref.size());
       for (size_t b = 0; b < ref.size(); ++b) expect_same_hyp(ref[b], r.hyps[b], what + " clip " + std::to_string(b));
       EXPECT_EQ(r.stats.steps, cpu_stats.steps) << what;
@@ -234,21 +250,38 @@ TEST(CudaTdtDecoder, BundledModelF32MatchesCpuInEveryLoopMode) {
     }
     if (loop == TdtLoop::kPersistent) {
       EXPECT_GT(ws.persistent_blocks(), 0) << "the persistent kernel fell back";
+      if (hopper_shared_memory()) {
+        EXPECT_EQ(ws.persistent_dedicated(), mode.dedicated);
+      }
     }
     if (loop == TdtLoop::kGraphWhile) {
       EXPECT_TRUE(ws.while_supported()) << "the while-loop graph fell back";
     }
   }
-  // One block does every tile of every phase itself: the same decisions as a full grid.
-  CudaTdtDecoder::Workspace ws;
-  CudaDecodeOptions one_block;
-  one_block.loop = TdtLoop::kPersistent;
-  one_block.persistent_blocks = 1;
-  one_block.persistent_min_rows = 1;
-  const std::vector<Hypothesis> single =
-      dec.decode(gpu, ws, ops::to_context(gpu, f.encoded.values, DType::kF32), f.encoded.lengths, one_block);
-  EXPECT_EQ(ws.persistent_blocks(), 1);
-  for (size_t b = 0; b < ref.size(); ++b) expect_same_hyp(ref[b], single[b], "one block, clip " + std::to_string(b));
+  // Other grids, the same decisions as the full grid's: one block doing every tile of every phase itself, three
+  // (shared roles, several tiles a block), and the smallest grid with dedicated roles, where the blocks without
+  // an LSTM tile hold several pred and logits tiles each in their weight slots.
+  int tightest = 0;
+  for (int g = 1; g <= 1024 && tightest == 0; ++g)
+    if (dec.persistent_dedicated(g)) tightest = g;
+  if (hopper_shared_memory()) {
+    EXPECT_GT(tightest, 0);
+  }
+  for (int grid : {1, 3, tightest}) {
+    if (grid == 0) continue;
+    CudaTdtDecoder::Workspace ws;
+    CudaDecodeOptions options;
+    options.loop = TdtLoop::kPersistent;
+    options.persistent_blocks = grid;
+    options.persistent_min_rows = 1;
+    options.persistent_dedicated_max_rows = 256;
+    const std::vector<Hypothesis> hyps =
+        dec.decode(gpu, ws, ops::to_context(gpu, f.encoded.values, DType::kF32), f.encoded.lengths, options);
+    EXPECT_EQ(ws.persistent_blocks(), grid);
+    EXPECT_EQ(ws.persistent_dedicated(), grid == tightest);
+    for (size_t b = 0; b < ref.size(); ++b)
+      expect_same_hyp(ref[b], hyps[b], std::to_string(grid) + " blocks, clip " + std::to_string(b));
+  }
 }
 
 TEST(CudaTdtDecoder, BundledModelHalfPrecisionGivesTheSameTokens) {
@@ -260,9 +293,9 @@ TEST(CudaTdtDecoder, BundledModelHalfPrecisionGivesTheSameTokens) {
   for (DType dtype : {DType::kBF16, DType::kF16}) {
     const CudaTdtDecoder dec(f.model->decoder(), gpu, dtype);
     CudaTdtDecoder::Workspace ws;
-    const GpuRun graph = run_gpu(gpu, dec, ws, f.encoded, dtype, TdtLoop::kGraphWhile);
-    const GpuRun eager = run_gpu(gpu, dec, ws, f.encoded, dtype, TdtLoop::kEager);
-    const GpuRun persistent = run_gpu(gpu, dec, ws, f.encoded, dtype, TdtLoop::kPersistent);
+    const GpuRun graph = run_gpu(gpu, dec, ws, f.encoded, dtype, {TdtLoop::kGraphWhile});
+    const GpuRun eager = run_gpu(gpu, dec, ws, f.encoded, dtype, {TdtLoop::kEager});
+    const GpuRun persistent = run_gpu(gpu, dec, ws, f.encoded, dtype, {TdtLoop::kPersistent});
     EXPECT_GT(ws.persistent_blocks(), 0) << "the persistent kernel fell back";
     for (size_t b = 0; b < ref.size(); ++b) {
       EXPECT_EQ(graph.hyps[b].tokens, ref[b].tokens) << dtype_name(dtype) << " clip " << b;
@@ -290,9 +323,9 @@ TEST(CudaTdtDecoder, RandomParakeetDecoderMatchesCpuAtOddBatchSizes) {
     DecodeStats cpu_stats;
     const auto ref = cpu_dec.decode(cpu, e.values, e.lengths, true, &cpu_stats);
     EXPECT_TRUE(ref[1].tokens.empty());
-    for (TdtLoop loop : kLoops) {
-      const std::string what = "batch " + std::to_string(batch) + " " + tdt_loop_name(loop);
-      const GpuRun r = run_gpu(gpu, dec, ws, e, DType::kF32, loop);
+    for (const Mode& mode : kModes) {
+      const std::string what = "batch " + std::to_string(batch) + " " + mode.name();
+      const GpuRun r = run_gpu(gpu, dec, ws, e, DType::kF32, mode);
       const int compared = expect_same_where_clear(ref, r.hyps, config.blank_id(), what);
       EXPECT_GE(compared, batch * 2 / 3) << what << ": too many near ties for the test to mean much";
       EXPECT_TRUE(r.hyps[1].tokens.empty()) << what;
@@ -325,11 +358,11 @@ TEST(CudaTdtDecoder, MaxSymbolsAndMoreTokensThanFramesMatchCpu) {
     std::printf("[ note ] max_symbols %d: up to %zu tokens for %lld frames\n", max_symbols, most,
                 static_cast<long long>(frames));
     EXPECT_GT(most, 2u) << "the capacity retry is not tested";
-    for (TdtLoop loop : kLoops) {
+    for (const Mode& mode : kModes) {
       for (int64_t capacity : {0, 2}) {  // 2: most clips overflow the first pass and are decoded again
-        const std::string what = "max_symbols " + std::to_string(max_symbols) + " " + tdt_loop_name(loop) +
+        const std::string what = "max_symbols " + std::to_string(max_symbols) + " " + mode.name() +
                                  " capacity " + std::to_string(capacity);
-        const GpuRun r = run_gpu(gpu, dec, ws, e, DType::kF32, loop, capacity);
+        const GpuRun r = run_gpu(gpu, dec, ws, e, DType::kF32, mode, capacity);
         EXPECT_GE(expect_same_where_clear(ref, r.hyps, config.blank_id(), what), 5) << what;
         expect_well_formed(r.hyps, e.lengths, config.blank_id(), config.decoding.durations, max_symbols);
       }
@@ -346,25 +379,32 @@ TEST(CudaTdtDecoder, Bf16LoopModesAgreeAndStayWellFormed) {
   const CudaTdtDecoder dec(cpu_dec, gpu, DType::kBF16);
   CudaTdtDecoder::Workspace ws;
   const Encoded e = random_encoded(33, 50, config.encoder.d_model, std::vector<int64_t>(33, 50), 9);
-  const GpuRun graph = run_gpu(gpu, dec, ws, e, DType::kBF16, TdtLoop::kGraphWhile);
+  const GpuRun graph = run_gpu(gpu, dec, ws, e, DType::kBF16, {TdtLoop::kGraphWhile});
   expect_well_formed(graph.hyps, e.lengths, config.blank_id(), config.decoding.durations,
                      config.decoding.max_symbols);
   for (TdtLoop loop : {TdtLoop::kGraphUnrolled, TdtLoop::kEager}) {
-    const GpuRun r = run_gpu(gpu, dec, ws, e, DType::kBF16, loop);
+    const GpuRun r = run_gpu(gpu, dec, ws, e, DType::kBF16, {loop});
     for (size_t b = 0; b < r.hyps.size(); ++b)
       expect_same_hyp(graph.hyps[b], r.hyps[b], std::string(tdt_loop_name(loop)) + " clip " + std::to_string(b));
     EXPECT_EQ(r.stats.steps, graph.stats.steps);
   }
   // The persistent kernel rounds differently (f32 logits and gates, not bf16 ones), so on random weights, whose
   // decisions are often near ties, it may take the other branch somewhere: well-formed, and mostly the same.
-  const GpuRun persistent = run_gpu(gpu, dec, ws, e, DType::kBF16, TdtLoop::kPersistent);
-  EXPECT_GT(ws.persistent_blocks(), 0) << "the persistent kernel fell back";
-  expect_well_formed(persistent.hyps, e.lengths, config.blank_id(), config.decoding.durations,
-                     config.decoding.max_symbols);
-  int same = 0;
-  for (size_t b = 0; b < persistent.hyps.size(); ++b) same += persistent.hyps[b].tokens == graph.hyps[b].tokens;
-  std::printf("[ note ] bf16 persistent vs graph-while: %d of %zu clips the same\n", same, persistent.hyps.size());
-  EXPECT_GE(same, static_cast<int>(persistent.hyps.size()) / 2);
+  for (bool dedicated : {false, true}) {
+    const Mode mode{TdtLoop::kPersistent, dedicated};
+    const GpuRun persistent = run_gpu(gpu, dec, ws, e, DType::kBF16, mode);
+    EXPECT_GT(ws.persistent_blocks(), 0) << "the persistent kernel fell back";
+    if (hopper_shared_memory()) {
+      EXPECT_EQ(ws.persistent_dedicated(), dedicated);
+    }
+    expect_well_formed(persistent.hyps, e.lengths, config.blank_id(), config.decoding.durations,
+                       config.decoding.max_symbols);
+    int same = 0;
+    for (size_t b = 0; b < persistent.hyps.size(); ++b) same += persistent.hyps[b].tokens == graph.hyps[b].tokens;
+    std::printf("[ note ] bf16 %s vs graph-while: %d of %zu clips the same\n", mode.name().c_str(), same,
+                persistent.hyps.size());
+    EXPECT_GE(same, static_cast<int>(persistent.hyps.size()) / 2) << mode.name();
+  }
 }
 
 TEST(CudaTdtDecoder, EmptyInputsBucketsAndErrors) {
