@@ -1,6 +1,7 @@
 # Sourced by the GPU scripts (bench/run_gpu_diar_check.sh, run_gpu_diar_speed.sh, run_gpu_engine_arms.sh,
-# run_gpu_gemm_candidates.sh), from the repository root: $out (the results folder, made with its logs/), $pkg (the
-# unpacked package), $status (0 until a step fails), run(), machine_info() and random_06b().
+# run_gpu_gemm_candidates.sh, run_gpu_decoder_trace.sh), from the repository root: $out (the results folder, made
+# with its logs/), $pkg (the unpacked package), $status (0 until a step fails), run(), machine_info(),
+# engine_bench_setup() and random_06b().
 out=${1:-${OUT:-/tmp/steno-diar-out}}
 pkg=${STENO_PKG:-/tmp/steno}
 mkdir -p "$out/logs"
@@ -14,6 +15,11 @@ run() {  # run NAME LIMIT_S PROGRAM ARGS...: output to logs/NAME.log, its summar
 }
 machine_info() {  # machine_info FILE: the GPU, its driver and clocks, the cores, the time
   { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; nproc; date -u; } >"$1" 2>&1
+}
+engine_bench_setup() {  # machine.txt in $out, and $work: the engine benchmarks' work folder ($STENO_BENCH_WORK)
+  machine_info "$out/machine.txt"
+  work=${STENO_BENCH_WORK:-/tmp/steno-bench}
+  mkdir -p "$work"
 }
 random_06b() {  # random_06b WORK: $model06, the random 0.6B-shaped bf16 model the engine benchmarks share
   # (seed 1, the joint calibrated to 0.4 tokens a frame on the workload's calibration clips), made once per WORK

@@ -12,9 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_diar_common.sh
-machine_info "$out/machine.txt"
-work=${STENO_BENCH_WORK:-/tmp/steno-bench}
-mkdir -p "$work"
+engine_bench_setup
 [ "${STENO_SKIP_TESTS:-0}" = 1 ] || run asr 200 asr_cuda_test
 random_06b "$work"
 rm -f "$out/trace.txt"

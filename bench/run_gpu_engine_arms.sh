@@ -25,9 +25,7 @@ var=${STENO_ARMS_VAR:?the variable that selects the arm}
 read -r -a arms <<<"${STENO_ARMS:?the two values, baseline first}"
 name=${STENO_ARMS_NAME:-arms}
 filter=${STENO_ARMS_FILTER:?the benchmarks}
-machine_info "$out/machine.txt"
-work=${STENO_BENCH_WORK:-/tmp/steno-bench}
-mkdir -p "$work"
+engine_bench_setup
 
 if [ "${STENO_SKIP_TESTS:-0}" != 1 ]; then
   [ "${STENO_SKIP_OPS_TESTS:-0}" = 1 ] ||

@@ -12,9 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/gpu_diar_common.sh
-machine_info "$out/machine.txt"
-work=${STENO_BENCH_WORK:-/tmp/steno-bench}
-mkdir -p "$work"
+engine_bench_setup
 
 run gemm 200 gemm_candidates_bench --benchmark_out="$out/gemm-candidates.json" --benchmark_out_format=json
 
