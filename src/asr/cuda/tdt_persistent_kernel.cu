@@ -32,6 +32,7 @@ constexpr int kWarps = kPersistentThreads / 32;
 constexpr int kMaxAcc = 4;  // weight tiles per output tile: the LSTM's four gates
 static_assert(kPersistentThreads == kTileElems, "the epilogues give each thread one element of a tile");
 static_assert(kMaxAcc == kPersistentWeightSlots, "the LSTM's four gate tiles fill a block's weight slots");
+static_assert(kPersistentWeightSlots == 4, "Phase::staged is initialized with four slots' -1 in the kernel");
 
 // The rows' decoding state, identical in every block (each block makes every decision itself).
 struct RowTable {
