@@ -9,6 +9,7 @@
 #include "steno/core/cuda.h"
 #include "steno/core/logging.h"
 #include "steno/ops/copy.h"
+#include "steno/ops/gemm.h"
 #include "tdt_persistent_trace.h"
 
 namespace steno::asr::detail {
@@ -39,30 +40,45 @@ Tensor padded_vector(const Tensor& src, int64_t n, int64_t pn) {
   return out;
 }
 
+// Layer 0's input half for every token, f32 on the CPU: embed · W_ih0ᵀ plus `bias` (b_ih0 + b_hh0, padded to
+// [4H]), gate g of unit j at column g * H + j of [V+1, 4H].
+Tensor input_gates(const TdtDecoder::Parameters& p, const Tensor& bias, int64_t H) {
+  const int64_t rows = p.embed.dim(0), hidden = p.w_hh[0].dim(1);
+  Tensor gates = Tensor::zeros({rows, 4 * hidden});
+  ops::Context cpu = ops::Context::cpu();
+  ops::linear(cpu, p.embed, p.w_ih[0], Tensor(), gates);
+  Tensor out = Tensor::zeros({rows, 4 * H});
+  for (int64_t v = 0; v < rows; ++v)
+    for (int64_t g = 0; g < 4; ++g)
+      for (int64_t j = 0; j < hidden; ++j)
+        out.data<float>()[v * 4 * H + g * H + j] =
+            gates.data<float>()[v * 4 * hidden + g * hidden + j] + bias.data<float>()[g * H + j];
+  return out;
+}
+
 }  // namespace
 
 TdtPersistent::TdtPersistent(const TdtDecoder::Parameters& p, ops::Context& ctx, DType dtype) : dtype_(dtype) {
   const int layers = static_cast<int>(p.w_ih.size());
-  const int64_t hidden = p.w_hh[0].dim(1), embed_dim = p.embed.dim(1), joint = p.enc_w.dim(0);
+  const int64_t hidden = p.w_hh[0].dim(1), joint = p.enc_w.dim(0);
   const int64_t n_out = p.out_w.dim(0);
   if (layers > kern::kPersistentMaxLayers) {
     why_not_ = fmt::format("{} LSTM layers (the kernel takes up to {})", layers, kern::kPersistentMaxLayers);
     return;
   }
-  const int64_t E = pad16(embed_dim), H = pad16(hidden), J = pad16(joint), N = pad16(n_out);
+  const int64_t H = pad16(hidden), J = pad16(joint), N = pad16(n_out);
   kern::PersistentWeights& w = w_;
   w.layers = layers;
-  w.E = static_cast<int32_t>(E);
   w.H = static_cast<int32_t>(H);
   w.J = static_cast<int32_t>(J);
   w.N = static_cast<int32_t>(N);
   w.enc_width = static_cast<int32_t>(joint);
-  for (int l = 0; l < layers; ++l) w.k_layer[l] = static_cast<int32_t>((l == 0 ? E : H) + H);
+  for (int l = 0; l < layers; ++l) w.k_layer[l] = static_cast<int32_t>(l == 0 ? H : 2 * H);
   smem_ = kern::persistent_smem_bytes(kernel_dt(dtype), w);
   const int device = ctx.device().index;
   const int per_sm = smem_ > 0 ? kern::persistent_blocks_per_sm(kernel_dt(dtype), smem_) : 0;
   if (per_sm == 0) {
-    why_not_ = fmt::format("{} bytes of shared memory a block for sizes E {} H {} J {} N {}", smem_, E, H, J, N);
+    why_not_ = fmt::format("{} bytes of shared memory a block for sizes H {} J {} N {}", smem_, H, J, N);
     smem_ = 0;
     return;
   }
@@ -74,17 +90,17 @@ TdtPersistent::TdtPersistent(const TdtDecoder::Parameters& p, ops::Context& ctx,
     weights_.push_back(ops::place(ctx, host, t, alloc));
     return weights_.back().raw();
   };
-  w.embed = put(padded(p.embed, p.embed.dim(0), E), dtype);
   for (int l = 0; l < layers; ++l) {
-    // Row g * H + j holds gate g of unit j: [w_ih row | zeros | w_hh row | zeros] over [x (in_p) | h (H)].
-    const int64_t in = p.w_ih[l].dim(1), in_p = l == 0 ? E : H, K = in_p + H;
+    // Row g * H + j holds gate g of unit j: [w_ih row | zeros | w_hh row | zeros] over [x (in_p) | h (H)];
+    // layer 0's x half is the x0 table below instead (in_p = 0).
+    const int64_t in = p.w_ih[l].dim(1), in_p = l == 0 ? 0 : H, K = in_p + H;
     Tensor cat = Tensor::zeros({4 * H, K});
     Tensor bias = Tensor::zeros({4 * H});
     for (int64_t g = 0; g < 4; ++g) {
       for (int64_t j = 0; j < hidden; ++j) {
         const int64_t src = g * hidden + j;
         float* dst = cat.data<float>() + (g * H + j) * K;
-        std::copy_n(p.w_ih[l].data<float>() + src * in, in, dst);
+        if (l > 0) std::copy_n(p.w_ih[l].data<float>() + src * in, in, dst);
         std::copy_n(p.w_hh[l].data<float>() + src * hidden, hidden, dst + in_p);
         float b = 0.0f;
         for (const Tensor* t : {&p.b_ih[l], &p.b_hh[l]})
@@ -94,6 +110,7 @@ TdtPersistent::TdtPersistent(const TdtDecoder::Parameters& p, ops::Context& ctx,
     }
     w.w_cat[l] = put(cat, dtype);
     w.lstm_bias[l] = static_cast<const float*>(put(bias, DType::kF32));
+    if (l == 0) w.x0 = static_cast<const float*>(put(input_gates(p, bias, H), DType::kF32));
   }
   w.pred_w = put(padded(p.pred_w, J, H), dtype);
   w.pred_b = static_cast<const float*>(put(padded_vector(p.pred_b, joint, J), DType::kF32));
@@ -161,7 +178,7 @@ int TdtPersistent::launch(ops::Context& ctx, const kern::TdtDims& dims, const Bu
                            const kern::TdtCallParams* params, int& grid, bool dedicated) const {
   STENO_ASSERT(usable());
   // More blocks than can have work would only wait at the barriers.
-  const int useful = kern::persistent_useful_grid(w_, buffers.b.rows);
+  const int useful = kern::persistent_useful_grid(w_, buffers.b.rows, dedicated);
   if (grid == 0) grid = full_grid_;
   const cudaStream_t stream = static_cast<cudaStream_t>(ctx.stream().handle());
   for (;;) {

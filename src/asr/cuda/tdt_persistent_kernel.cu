@@ -303,7 +303,6 @@ struct Phase {
     const T* h_old = static_cast<const T*>(bf.h[l][lp]);
     T* h_new = static_cast<T*>(bf.h[l][lp ^ 1]);
     const T* below = l == 0 ? nullptr : static_cast<const T*>(bf.h[l - 1][lp ^ 1]);
-    const T* embed = static_cast<const T*>(w.embed);
     const int r = threadIdx.x / kTile, jj = threadIdx.x % kTile;  // the thread's element, tile-relative
     const Items items = lstm_items(l, row_tiles);
     for (int item = items.first; item < items.last; ++item) {
@@ -317,18 +316,16 @@ struct Phase {
       const T* gates[kMaxAcc];
       int ldw;
       weight_tiles<kMaxAcc>(l, ut, items.slot(ut), wl, K, [&](int g) { return g * H + u0; }, gates, ldw);
-      stage(a, ld, 0, in_dim, [&](int q) -> const T* {
-        const int label = s.label[r0 + q];
-        if (label < 0) return nullptr;
-        return l == 0 ? embed + static_cast<size_t>(label) * w.E : below + static_cast<size_t>(r0 + q) * H;
-      });
+      if (in_dim > 0)  // layers above 0: the layer below's new h (layer 0's input half is in x0)
+        stage(a, ld, 0, in_dim,
+              [&](int q) { return s.label[r0 + q] < 0 ? nullptr : below + static_cast<size_t>(r0 + q) * H; });
       stage(a, ld, in_dim, H,
             [&](int q) { return s.label[r0 + q] < 0 ? nullptr : h_old + static_cast<size_t>(r0 + q) * H; });
       finish_copies();
       tile_partials<T, kMaxAcc>(a, ld, gates, ldw, K, red);
       if (s.label[row] >= 0) {
-        // PyTorch's gate order i, f, g, o.
-        const float* bias = w.lstm_bias[l];
+        // PyTorch's gate order i, f, g, o. Layer 0 adds its token's row of x0 (bias included).
+        const float* bias = l == 0 ? w.x0 + static_cast<size_t>(s.label[row]) * 4 * H : w.lstm_bias[l];
         const float zi = tile_sum<kMaxAcc>(red, 0) + bias[j];
         const float zf = tile_sum<kMaxAcc>(red, 1) + bias[H + j];
         const float zg = tile_sum<kMaxAcc>(red, 2) + bias[2 * H + j];
@@ -624,7 +621,7 @@ size_t elem_size(Dt dt) { return dt == Dt::kF32 ? 4 : 2; }
 size_t persistent_smem_bytes(Dt dt, PersistentWeights& w) {
   w.resident = 0;
   if (w.layers < 1 || w.layers > kPersistentMaxLayers) return 0;
-  for (int v : {w.E, w.H, w.J, w.N})
+  for (int v : {w.H, w.J, w.N})
     if (v <= 0 || v % kTile != 0) return 0;
   if (w.enc_width <= 0 || w.enc_width > w.J) return 0;
   int device = 0, limit = 0;

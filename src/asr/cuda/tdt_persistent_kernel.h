@@ -36,17 +36,19 @@ inline constexpr int kPersistentThreads = 256;
 // The decoder's weights in the padded layout, in the compute dtype unless f32 is said. Zero padding keeps the
 // padded units and columns at zero through every step.
 struct PersistentWeights {
-  const void* embed = nullptr;                            // [V+1, E]
+  // Layer 0's input half depends on the token alone: x0[v] = embed[v] · W_ih0ᵀ + b_ih0 + b_hh0, f32 [V+1, 4H]
+  // (gate g of unit j at g * H + j), a table made at load. Its products and weights are gone from every step.
+  const float* x0 = nullptr;
   const void* w_cat[kPersistentMaxLayers] = {};           // [4H, K_l]: row g*H + j is gate g of unit j
-  const float* lstm_bias[kPersistentMaxLayers] = {};      // f32 [4H]: b_ih + b_hh
-  int32_t k_layer[kPersistentMaxLayers] = {};             // K_l = (l == 0 ? E : H) + H: the layer's [x | h]
+  const float* lstm_bias[kPersistentMaxLayers] = {};      // f32 [4H]: b_ih + b_hh (layer 0's: in x0)
+  int32_t k_layer[kPersistentMaxLayers] = {};             // K_0 = H ([h]), K_l = 2H ([x | h]) above
   const void* pred_w = nullptr;                           // [J, H]
   const float* pred_b = nullptr;                          // f32 [J]
   const float* enc_b = nullptr;                           // f32 [J]
   const void* out_w = nullptr;                            // [N, J]: rows past n_out are zero
   const float* out_b = nullptr;                           // f32 [N]
   int32_t layers = 0;
-  int32_t E = 0, H = 0, J = 0, N = 0;  // padded sizes (multiples of 16)
+  int32_t H = 0, J = 0, N = 0;  // padded sizes (multiples of 16)
   int32_t enc_width = 0;               // the unpadded joint width: the row length of enc_proj
   // Set by persistent_smem_bytes: each output tile's weights are staged in shared memory (copied once for the
   // tile's rows, with cp.async) rather than read by the tensor cores from L2 one k-step at a time, which leaves
@@ -84,14 +86,14 @@ constexpr PersistentRoles persistent_roles(const PersistentWeights& w, int grid)
   return r;
 }
 
-// The most blocks that can have work at `rows` (padded) rows: dedicated roles need one block per LSTM unit tile
-// and per pred or logits tile at most; shared roles one per item of the widest phase. (Shared roles are given
-// this grid too, though more blocks than their widest phase's items only wait at the barriers.)
-constexpr int persistent_useful_grid(const PersistentWeights& w, int rows) {
+// The most blocks that can have work at `rows` (padded) rows: shared roles one per item of the widest phase
+// (more only wait longer at the barriers); dedicated roles, where asked for, up to one block per LSTM unit tile
+// and per pred or logits tile.
+constexpr int persistent_useful_grid(const PersistentWeights& w, int rows, bool dedicated) {
   const int widest_tiles = (w.H > w.J ? (w.H > w.N ? w.H : w.N) : (w.J > w.N ? w.J : w.N)) / 16;
   const int shared = rows / 16 * widest_tiles;
-  const int dedicated = w.resident == 0 ? 0 : w.layers * (w.H / 16) + (w.J > w.N ? w.J : w.N) / 16;
-  return shared > dedicated ? shared : dedicated;
+  const int roles = !dedicated || w.resident == 0 ? 0 : w.layers * (w.H / 16) + (w.J > w.N ? w.J : w.N) / 16;
+  return shared > roles ? shared : roles;
 }
 
 // One bucket's device buffers. `rows` is the bucket padded to a multiple of 16; len, count and steps are the
