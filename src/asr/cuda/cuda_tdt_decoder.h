@@ -69,8 +69,8 @@ struct CudaDecodeOptions {
   // one LSTM tile, and behind from two on, where it must take its row tiles one after another.
   int64_t persistent_dedicated_max_rows = 16;
   // The buckets kPersistent decodes persistently; the others run graph-while. Measured on an H200 at the 0.6B
-  // shapes (bench/results/h200-decoder-persistent): the persistent decoder alone is 19-23 % ahead at 1, 8 and 32
-  // rows and five times behind at 128, where each phase has many more tiles than blocks. max up to 256.
+  // shapes (bench/results/h200-decoder-x0): the persistent decoder alone is 25 %, 39 % and 18 % ahead at 1, 8 and
+  // 32 rows and four times behind at 128, where each phase has many more tiles than blocks. max up to 256.
   int64_t persistent_min_rows = 1;
   int64_t persistent_max_rows = 32;
 };
