@@ -223,7 +223,7 @@ CudaTdtDecoder::CudaTdtDecoder(const TdtDecoder& cpu, ops::Context& ctx, DType d
 
 CudaTdtDecoder::~CudaTdtDecoder() = default;
 
-bool CudaTdtDecoder::persistent_dedicated(int grid) const {
+bool CudaTdtDecoder::persistent_can_dedicate(int grid) const {
   return persistent_->usable() && persistent_->roles(grid).lstm_blocks > 0;
 }
 

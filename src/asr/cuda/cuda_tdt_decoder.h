@@ -118,7 +118,7 @@ class CudaTdtDecoder {
   // Whether a persistent launch of `grid` blocks can give them dedicated roles (tdt_persistent_kernel.h's
   // PersistentRoles: every block's weights in its shared memory for the whole decode); false also when this
   // model has no persistent kernel.
-  bool persistent_dedicated(int grid) const;
+  bool persistent_can_dedicate(int grid) const;
   // The bucket a batch of `batch` rows runs in: the next power of two.
   static int64_t bucket_size(int64_t batch);
 
