@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "golden.h"
 #include "steno/core/error.h"
@@ -106,9 +107,13 @@ TEST_F(SortformerStreaming, ShorterThanOneChunkEqualsOffline) {
   }
 }
 
-// A copy of the tiny model whose front end does not normalise (Sortformer v2's "NA"): chunk-wise features.
-fs::path unnormalised_copy() {
-  const fs::path dir = fs::path(::testing::TempDir()) / "sortformer-tiny-no-norm";
+// The tiny model with a front end that does not normalise (Sortformer v2's "NA"): chunk-wise features. Its copy
+// lives in a folder of this test process's own, removed once loaded: ctest runs this suite's tests side by side,
+// and one test overwriting a shared copy while another loaded it failed a CI run.
+std::shared_ptr<const SortformerModel> load_unnormalised_copy() {
+  const fs::path dir = fs::path(::testing::TempDir()) /
+                       ("sortformer-tiny-no-norm-" + std::to_string(::getpid()) + "-" +
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::create_directories(dir);
   fs::copy_file(kPrepared / "sortformer-tiny" / "model.safetensors", dir / "model.safetensors",
                 fs::copy_options::overwrite_existing);
@@ -116,12 +121,14 @@ fs::path unnormalised_copy() {
   nlohmann::ordered_json cfg = nlohmann::ordered_json::parse(in);
   cfg["preprocessor"]["normalize"] = "none";
   std::ofstream(dir / "config.json") << cfg.dump(1);
-  return dir;
+  auto model = SortformerModel::load(dir.string());
+  fs::remove_all(dir);
+  return model;
 }
 
 TEST_F(SortformerStreaming, ChunkwiseFeaturesInBoundedMemoryEqualTheWholeRecordings) {
   ops::Context ctx = ops::Context::cpu(2);
-  const auto model = SortformerModel::load(unnormalised_copy().string());
+  const auto model = load_unnormalised_copy();
   const SortformerModulesConfig params = golden_params("small");
   const std::span<const float> clip = golden_->clip(2);  // 19.4 s: 21 chunks
 
@@ -151,7 +158,7 @@ TEST_F(SortformerStreaming, ChunkwiseFeaturesInBoundedMemoryEqualTheWholeRecordi
 
 TEST_F(SortformerStreaming, AudioShorterThanAFrameGivesNoFramesAndEmptyPushesAreFine) {
   ops::Context ctx = ops::Context::cpu(2);
-  const auto model = SortformerModel::load(unnormalised_copy().string());
+  const auto model = load_unnormalised_copy();
   SortformerStream stream(*model, golden_params("small"));
   EXPECT_TRUE(stream.push(ctx, {}).empty());
   const std::vector<float> blip(100, 0.1f);  // 6 ms: no 10 ms feature frame
