@@ -48,6 +48,25 @@ FeedForwardWeights load_feed_forward(const WeightStore& w, const std::string& na
 // A stride-2 (or 1) stage's length update: NeMo's calc_length with kernel 3, padding 1.
 int64_t conv_out_length(int64_t len, int stride) { return stride == 1 ? len : (len + 2 - 3) / 2 + 1; }
 
+// The relative positional table for positions max_rel..-max_rel on ctx's device in `dtype`: a view of a table
+// the context keeps, made for a multiple of kPositionStep positions and made again only when a longer one is
+// asked for. Made per run it cost milliseconds of host time at 45 s (1.15 M sines and cosines, a conversion,
+// an upload), during which a GPU at small batches sat idle. A view of a longer table holds the same values:
+// row r is position R - r whatever R is.
+constexpr int64_t kPositionStep = 512;
+
+Tensor position_table(ops::Context& ctx, int64_t max_rel, int d_model, DType dtype) {
+  const std::string key = fmt::format("asr.relative_positions.{}.{}", d_model, dtype_name(dtype));
+  Tensor table = ctx.kept(key);
+  if (!table.defined() || (table.dim(0) - 1) / 2 < max_rel) {
+    const int64_t r = (max_rel + kPositionStep - 1) / kPositionStep * kPositionStep;
+    table = ops::to_context(ctx, ConformerEncoder::relative_positions(r, d_model), dtype);
+    ctx.keep(key, table);
+  }
+  const int64_t r = (table.dim(0) - 1) / 2;
+  return table.narrow0(r - max_rel, r + max_rel + 1);
+}
+
 }  // namespace
 
 struct ConformerEncoder::Subsampling {
@@ -389,7 +408,7 @@ EncoderOutput ConformerEncoder::encode(ops::Context& ctx, const Tensor& embeddin
   const auto& win = window_;
   const int64_t max_rel = (win.left < 0 || win.right < 0) ? std::max<int64_t>(t - 1, 0)
                                                           : std::max(win.left, win.right);
-  const Tensor pos = ops::to_context(ctx, relative_positions(max_rel, config_.d_model), x.dtype());
+  const Tensor pos = position_table(ctx, max_rel, config_.d_model, x.dtype());
   for (const auto& layer : layers_) {
     run_layer(ctx, layer, x, pos, out.lengths);
     if (keep_layer_outputs) out.layer_outputs.push_back(ops::clone(ctx, x));

@@ -1,11 +1,27 @@
 #include "steno/ops/context.h"
 
+#include <map>
+#include <mutex>
+
 #include "steno/core/cuda.h"
+#include "steno/core/error.h"
 #if STENO_HAVE_CUDA
 #include "cuda/resources.h"
 #endif
 
 namespace steno::ops {
+
+struct Context::KeptTensors {
+  std::mutex mu;
+  std::map<std::string, Tensor> tensors;
+};
+
+Context::Context(Device device, std::shared_ptr<ThreadPool> pool, Allocator* allocator, GemmBackend gemm)
+    : device_(device),
+      pool_(std::move(pool)),
+      allocator_(allocator),
+      gemm_(gemm),
+      kept_(std::make_shared<KeptTensors>()) {}
 
 const char* gemm_backend_name(GemmBackend b) { return b == GemmBackend::kOneDnn ? "onednn" : "openblas"; }
 
@@ -61,6 +77,18 @@ void Context::synchronize() const {
 #if STENO_HAVE_CUDA
   if (cuda_ != nullptr) cuda_->stream.synchronize();
 #endif
+}
+
+Tensor Context::kept(const std::string& key) const {
+  std::lock_guard lock(kept_->mu);
+  const auto it = kept_->tensors.find(key);
+  return it == kept_->tensors.end() ? Tensor() : it->second;
+}
+
+void Context::keep(const std::string& key, Tensor t) {
+  STENO_CHECK(!t.defined() || t.device() == device_, "keep: a {} tensor in a {} context", t.str(), device_.str());
+  std::lock_guard lock(kept_->mu);
+  kept_->tensors[key] = std::move(t);
 }
 
 Tensor Context::scratch(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtype, device_, allocator_); }

@@ -54,19 +54,27 @@ class Context {
   // Waits for the work queued on this context (a no-op on the CPU, where ops run synchronously).
   void synchronize() const;
 
+  // Tensors a context makes once from constants and keeps across calls on its own device and allocator (the
+  // encoder's relative positional table): undefined until kept under `key`; keep() replaces what was there.
+  // Copies of a context share them. Thread-safe, though a context is one executor's.
+  Tensor kept(const std::string& key) const;
+  void keep(const std::string& key, Tensor t);
+
   // Times every op of this context (copies of it included) with `p` until set back to null; see profiler.h.
   void set_profiler(OpProfiler* p) { profiler_ = p; }
   OpProfiler* profiler() const { return profiler_; }
 
  private:
-  Context(Device device, std::shared_ptr<ThreadPool> pool, Allocator* allocator, GemmBackend gemm)
-      : device_(device), pool_(std::move(pool)), allocator_(allocator), gemm_(gemm) {}
+  struct KeptTensors;
+  Context(Device device, std::shared_ptr<ThreadPool> pool, Allocator* allocator, GemmBackend gemm);
 
   Device device_;
   std::shared_ptr<ThreadPool> pool_;
   Allocator* allocator_;
   GemmBackend gemm_;
   std::shared_ptr<CudaResources> cuda_;  // set for CUDA contexts
+  // After cuda_: destroyed first, so kept device tensors go back to a pool that still exists.
+  std::shared_ptr<KeptTensors> kept_;
   OpProfiler* profiler_ = nullptr;
 };
 
