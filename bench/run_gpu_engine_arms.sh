@@ -29,7 +29,7 @@ engine_bench_setup
 
 if [ "${STENO_SKIP_TESTS:-0}" != 1 ]; then
   [ "${STENO_SKIP_OPS_TESTS:-0}" = 1 ] ||
-    run ops 200 ops_cuda_test --gtest_filter='*Fused*:*Norm*:*Conv*:*Activation*:*Elementwise*:*CudaGraph*'
+    run ops 200 ops_cuda_test --gtest_filter='*Fused*:*Norm*:*Conv*:*Activation*:*Elementwise*:*CudaGraph*:*LengthsGraph*'
   run asr 200 asr_cuda_test
   run engine 200 engine_cuda_test
   export "$var=${arms[0]}"

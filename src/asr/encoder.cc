@@ -198,6 +198,16 @@ int64_t ConformerEncoder::output_length(int64_t feature_frames) const {
   return len;
 }
 
+std::vector<std::vector<int64_t>> ConformerEncoder::frame_counts(const std::vector<int64_t>& feature_lengths) const {
+  std::vector<std::vector<int64_t>> counts = {feature_lengths};
+  for (int f = config_.subsampling_factor; f > 1; f /= 2) {
+    std::vector<int64_t> next = counts.back();
+    for (int64_t& len : next) len = conv_out_length(len, 2);
+    counts.push_back(std::move(next));
+  }
+  return counts;
+}
+
 Tensor ConformerEncoder::relative_positions(int64_t max_relative, int d_model) {
   // NeMo's RelPositionalEncoding.create_pe in fp32: rows for positions +R .. -R.
   const int64_t rows = 2 * max_relative + 1;

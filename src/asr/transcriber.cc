@@ -1,12 +1,14 @@
 #include "steno/asr/transcriber.h"
 
 #include <chrono>
+#include <optional>
 
 #include "steno/core/allocator.h"
 #include "steno/ops/copy.h"
 #if STENO_HAVE_CUDA
 #include "cuda/cuda_features.h"
 #include "cuda/cuda_tdt_decoder.h"
+#include "cuda/encoder_graphs.h"
 #endif
 
 namespace steno::asr {
@@ -21,6 +23,7 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
 #if STENO_HAVE_CUDA
 struct Transcriber::CudaState {
   CudaTdtDecoder::Workspace workspace;
+  EncoderGraphs encoder_graphs;  // small batches' encoder from CUDA graphs
 };
 #else
 struct Transcriber::CudaState {};
@@ -97,15 +100,25 @@ std::vector<Transcript> Transcriber::transcribe(const std::vector<std::span<cons
     for (const auto& c : batch) longest_s = std::max(longest_s, static_cast<double>(c.size()) / m.sample_rate());
     const bool long_form = is_long_form(longest_s);
     const ConformerEncoder& encoder = long_form ? *long_encoder_ : m.encoder();
-    // forward() in its two halves, so that the features (115 MB an hour) are freed before the layers run.
-    std::vector<int64_t> frames = feats.lengths;
-    const Tensor embeddings = encoder.pre_encode(ctx_, features, frames);
-    feats.values = Tensor();
-    // Long audio: blocks the front end and the chunked subsampling freed are of sizes the layers never ask for;
-    // give them back rather than keep them cached beside the layers' activations.
-    if (long_form)
-      if (auto* cache = dynamic_cast<CpuCachingAllocator*>(&ctx_.allocator())) cache->release_cached();
-    EncoderOutput enc = encoder.encode(ctx_, embeddings, frames);
+    std::optional<EncoderOutput> from_graph;
+#if STENO_HAVE_CUDA
+    if (cuda_ && !long_form) from_graph = cuda_->encoder_graphs.run(ctx_, encoder, features, feats.lengths);
+#endif
+    EncoderOutput enc;
+    if (from_graph) {
+      enc = std::move(*from_graph);
+      feats.values = Tensor();
+    } else {
+      // forward() in its two halves, so that the features (115 MB an hour) are freed before the layers run.
+      std::vector<int64_t> frames = feats.lengths;
+      const Tensor embeddings = encoder.pre_encode(ctx_, features, frames);
+      feats.values = Tensor();
+      // Long audio: blocks the front end and the chunked subsampling freed are of sizes the layers never ask for;
+      // give them back rather than keep them cached beside the layers' activations.
+      if (long_form)
+        if (auto* cache = dynamic_cast<CpuCachingAllocator*>(&ctx_.allocator())) cache->release_cached();
+      enc = encoder.encode(ctx_, embeddings, frames);
+    }
     ctx_.synchronize();  // GPU time belongs to the stage that queued it
     local.encoder_ms = elapsed_ms(start);
 

@@ -47,6 +47,9 @@ class ConformerEncoder {
   ops::AttentionWindow attention_window() const { return window_; }
   // Encoder frames for `feature_frames` valid feature frames (ceil(N / 2) per stride-2 stage).
   int64_t output_length(int64_t feature_frames) const;
+  // Every per-clip frame count a forward() over clips of `feature_lengths` masks with, in order: the features',
+  // after each stride-2 stage, the last being the output's (a graph's length parameters: encoder_graphs.h).
+  std::vector<std::vector<int64_t>> frame_counts(const std::vector<int64_t>& feature_lengths) const;
 
   // features [B, F, feat_in] (time-major, zero past each length) on the encoder's device in its dtype ->
   // EncoderOutput in the same place: pre_encode() then encode().

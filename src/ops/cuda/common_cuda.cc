@@ -2,6 +2,7 @@
 
 #include "kernels.h"
 #include "launch.h"
+#include "lengths_graph.h"
 #include "resources.h"
 #include "steno/core/cuda.h"
 #include "steno/core/error.h"
@@ -19,6 +20,7 @@ Dt dt_of(const Tensor& t) {
 
 Tensor upload_lengths(Context& ctx, const std::vector<int64_t>& lengths) {
   CudaResources& res = ctx.cuda_resources();
+  if (res.capture != nullptr) return res.capture->slot(lengths);  // a graph's parameters, never a frozen copy
   if (res.lengths_device.defined() && res.lengths_host == lengths) return res.lengths_device;
   std::vector<int32_t> host(lengths.size());
   std::transform(lengths.begin(), lengths.end(), host.begin(), [](int64_t v) { return static_cast<int32_t>(v); });

@@ -5,6 +5,7 @@
 #include "kernels.h"
 #include "launch.h"
 #include "elementwise_launch.h"
+#include "resources.h"
 #include "steno/core/cuda.h"
 
 namespace steno::ops::cuda {
@@ -26,8 +27,9 @@ void zero_padded_frames(Context& ctx, Tensor& x, int time_axis, const std::vecto
   for (int d = 1; d < time_axis; ++d) outer *= x.dim(d);
   for (int d = time_axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
   // Nothing is padded when every sequence is full length (the common case of a single request): skip the upload.
-  if (x.numel() == 0 || std::all_of(lengths.begin(), lengths.end(), [&](int64_t len) { return len == steps; }))
-    return;
+  // Not while a graph captures: its replays may have shorter clips.
+  const bool full = std::all_of(lengths.begin(), lengths.end(), [&](int64_t len) { return len == steps; });
+  if (x.numel() == 0 || (full && ctx.cuda_resources().capture == nullptr)) return;
   const Tensor dev_lengths = upload_lengths(ctx, lengths);
   // dev_lengths is freed in stream order after the kernel, so it may go out of scope at once.
   launch_zero_padded_frames(dt_of(x), x.raw(), static_cast<const int32_t*>(dev_lengths.raw()), batch, outer, steps,

@@ -4,7 +4,7 @@
 // checked shapes, devices and that each tensor is f32, f16 or bf16; each kernel here also checks that an op's
 // float tensors share one dtype (detail::check_same_dtype) and computes in that dtype with f32 accumulation.
 // Everything is queued on ctx.stream(): no kernel synchronizes the host. Host-side lengths are uploaded from
-// pageable memory (upload_lengths), which waits for the stream: such ops cannot be captured in a CUDA graph.
+// pageable memory (upload_lengths), except while a LengthsGraph captures (lengths_graph.h).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -11,6 +11,10 @@
 
 namespace steno::ops {
 
+namespace cuda {
+struct LengthsCaptureState;  // lengths_graph.h
+}
+
 struct CudaResources {
   // On `stream` (a plain one of its own, or a green context's, which confines the context's kernels to its SMs).
   explicit CudaResources(steno::cuda::Stream stream);
@@ -29,6 +33,9 @@ struct CudaResources {
   // and each upload from pageable memory waits for the stream, so uploading once keeps the host ahead of the GPU.
   std::vector<int64_t> lengths_host;
   Tensor lengths_device;
+
+  // Set while a LengthsGraph captures this context's stream (lengths_graph.h): lengths come from its parameters.
+  cuda::LengthsCaptureState* capture = nullptr;
 };
 
 }  // namespace steno::ops
