@@ -19,8 +19,6 @@
 // kernels.h / launch.h declare steno::ops::cuda.
 #include "resources.h"
 
-#include <cublasLt.h>
-
 #include <algorithm>
 #include <compare>
 #include <cstdint>
@@ -29,6 +27,7 @@
 #include <utility>
 
 #include "check.h"
+#include "cublaslt_api.h"
 #include "kernels.h"
 #include "launch.h"
 #include "elementwise_launch.h"
@@ -61,8 +60,8 @@ struct Gemm {
 
 void check_status(cublasStatus_t st, const char* what) {
   if (st != CUBLAS_STATUS_SUCCESS)
-    fail(ErrorCode::kInternal, "cuBLASLt {} failed: {} ({})", what, cublasLtGetStatusString(st),
-         cublasLtGetStatusName(st));
+    fail(ErrorCode::kInternal, "cuBLASLt {} failed: {} ({})", what, cublaslt().GetStatusString(st),
+         cublaslt().GetStatusName(st));
 }
 
 cudaDataType_t cuda_type(Dt dt) {
@@ -91,41 +90,41 @@ uint32_t alignment(const void* p, int32_t batch, int64_t stride, int64_t elem_by
 
 int64_t elem_bytes(Dt dt) { return dt == Dt::kF32 ? 4 : 2; }
 
-// Owners of the cuBLASLt descriptor handles.
-template <typename H, cublasStatus_t (*Destroy)(H)>
+// Owners of the cuBLASLt descriptor handles (Destroy: the table's function that frees one).
+template <typename H, auto CublasLt::*Destroy>
 struct Owned {
   H h = nullptr;
   Owned() = default;
   Owned(const Owned&) = delete;
   Owned& operator=(const Owned&) = delete;
   ~Owned() {
-    if (h != nullptr) Destroy(h);
+    if (h != nullptr) (cublaslt().*Destroy)(h);
   }
 };
-using MatmulDesc = Owned<cublasLtMatmulDesc_t, cublasLtMatmulDescDestroy>;
-using Layout = Owned<cublasLtMatrixLayout_t, cublasLtMatrixLayoutDestroy>;
-using Preference = Owned<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy>;
+using MatmulDesc = Owned<cublasLtMatmulDesc_t, &CublasLt::MatmulDescDestroy>;
+using Layout = Owned<cublasLtMatrixLayout_t, &CublasLt::MatrixLayoutDestroy>;
+using Preference = Owned<cublasLtMatmulPreference_t, &CublasLt::MatmulPreferenceDestroy>;
 
 template <typename V>
 void set_desc(const MatmulDesc& d, cublasLtMatmulDescAttributes_t attr, const V& v) {
-  check_status(cublasLtMatmulDescSetAttribute(d.h, attr, &v, sizeof(v)), "MatmulDescSetAttribute");
+  check_status(cublaslt().MatmulDescSetAttribute(d.h, attr, &v, sizeof(v)), "MatmulDescSetAttribute");
 }
 
 template <typename V>
 void set_pref(const Preference& p, cublasLtMatmulPreferenceAttributes_t attr, const V& v) {
-  check_status(cublasLtMatmulPreferenceSetAttribute(p.h, attr, &v, sizeof(v)), "MatmulPreferenceSetAttribute");
+  check_status(cublaslt().MatmulPreferenceSetAttribute(p.h, attr, &v, sizeof(v)), "MatmulPreferenceSetAttribute");
 }
 
 // A row-major matrix [rows, cols] with leading dimension ld, as cuBLASLt's column-major [cols, rows]; with
 // batch > 1, `batch` of them `stride` elements apart.
 void make_layout(Layout& l, Dt dt, int64_t rows, int64_t cols, int64_t ld, int32_t batch = 1, int64_t stride = 0) {
-  check_status(cublasLtMatrixLayoutCreate(&l.h, cuda_type(dt), static_cast<uint64_t>(cols),
+  check_status(cublaslt().MatrixLayoutCreate(&l.h, cuda_type(dt), static_cast<uint64_t>(cols),
                                           static_cast<uint64_t>(rows), ld),
                "MatrixLayoutCreate");
   if (batch > 1) {
-    check_status(cublasLtMatrixLayoutSetAttribute(l.h, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)),
+    check_status(cublaslt().MatrixLayoutSetAttribute(l.h, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)),
                  "MatrixLayoutSetAttribute(BATCH_COUNT)");
-    check_status(cublasLtMatrixLayoutSetAttribute(l.h, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+    check_status(cublaslt().MatrixLayoutSetAttribute(l.h, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
                                                   sizeof(stride)),
                  "MatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
   }
@@ -183,7 +182,7 @@ PlanCache& plan_cache() {
 
 // The operation: f32 accumulation and f32 alpha/beta for every storage dtype; with_bias adds the BIAS epilogue.
 void make_desc(MatmulDesc& desc, const Gemm& g, bool with_bias) {
-  check_status(cublasLtMatmulDescCreate(&desc.h, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
+  check_status(cublaslt().MatmulDescCreate(&desc.h, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
   // cuBLASLt's A is steno's B and vice versa (see the top of the file).
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<int32_t>(g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<int32_t>(g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N));
@@ -199,7 +198,7 @@ void make_desc(MatmulDesc& desc, const Gemm& g, bool with_bias) {
 bool query_algo(cublasLtHandle_t handle, const PlanKey& key, const MatmulDesc& desc, const Layout& first,
                 const Layout& second, const Layout& out, cublasLtMatmulAlgo_t* algo) {
   Preference pref;
-  check_status(cublasLtMatmulPreferenceCreate(&pref.h), "MatmulPreferenceCreate");
+  check_status(cublaslt().MatmulPreferenceCreate(&pref.h), "MatmulPreferenceCreate");
   set_pref(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(CudaResources::kWorkspaceBytes));
   // Split-K only with f32 partial sums in the workspace: no partial sums rounded to f16/bf16, and no in-place
   // (counter-ordered) reduction, so every call of a shape gives bit-identical results.
@@ -211,7 +210,7 @@ bool query_algo(cublasLtHandle_t handle, const PlanKey& key, const MatmulDesc& d
   set_pref(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.align_c);
   cublasLtMatmulHeuristicResult_t result{};
   int count = 0;
-  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, desc.h, first.h, second.h, out.h, out.h, pref.h,
+  const cublasStatus_t st = cublaslt().MatmulAlgoGetHeuristic(handle, desc.h, first.h, second.h, out.h, out.h, pref.h,
                                                            1, &result, &count);
   if (st != CUBLAS_STATUS_SUCCESS && st != CUBLAS_STATUS_NOT_SUPPORTED) check_status(st, "MatmulAlgoGetHeuristic");
   if (st != CUBLAS_STATUS_SUCCESS || count == 0) return false;
@@ -269,7 +268,7 @@ void run(Context& ctx, const Gemm& g) {
     }
     plan_cache().insert(key, plan);
   }
-  check_status(cublasLtMatmul(handle, desc.h, &g.alpha, g.b, first.h, g.a, second.h, &g.beta, g.c, out.h, g.c,
+  check_status(cublaslt().Matmul(handle, desc.h, &g.alpha, g.b, first.h, g.a, second.h, &g.beta, g.c, out.h, g.c,
                               out.h, &plan.algo, res.workspace, CudaResources::kWorkspaceBytes, stream),
                "cublasLtMatmul");
   if (bias && !plan.bias_in_epilogue) {
