@@ -1,6 +1,5 @@
 #include "steno/nemo/hub_pull.h"
 
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,12 +13,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "nemo/curl_api.h"
 #include "nemo/sha256.h"
 #include "steno/core/error.h"
 #include "steno/nemo/import.h"
@@ -31,13 +30,6 @@ namespace fs = std::filesystem;
 
 constexpr size_t kMaxMetadataBytes = 16u << 20;  // the Hub's answer for a repository of thousands of files: ~1 MB
 constexpr size_t kMaxErrorBodyBytes = 4096;     // what an error page contributes to a message
-
-void init_curl() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) fail(ErrorCode::kInternal, "libcurl failed to initialise");
-  });
-}
 
 // RFC 3986 percent-encoding of one path segment (or a revision, whose '/' must be encoded too).
 std::string encode_segment(const std::string& s) {
@@ -87,27 +79,27 @@ std::string env_or(const char* name, const std::string& fallback) {
 class Request {
  public:
   Request(const std::string& url, const std::string& token, long connect_timeout_s) : url_(url) {
-    init_curl();
-    h_ = curl_easy_init();
+    const CurlApi& curl = curl_api();
+    h_ = curl.easy_init();
     if (!h_) fail(ErrorCode::kInternal, "libcurl: cannot make a handle");
-    curl_easy_setopt(h_, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(h_, CURLOPT_FOLLOWLOCATION, 1L);  // the Hub redirects file downloads to its CDN
-    curl_easy_setopt(h_, CURLOPT_MAXREDIRS, 10L);
-    curl_easy_setopt(h_, CURLOPT_CONNECTTIMEOUT, connect_timeout_s);
-    curl_easy_setopt(h_, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a connection silent for 60 s is broken off
-    curl_easy_setopt(h_, CURLOPT_LOW_SPEED_TIME, 60L);
-    curl_easy_setopt(h_, CURLOPT_USERAGENT, "steno");
-    curl_easy_setopt(h_, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h_, CURLOPT_ERRORBUFFER, error_);
-    curl_easy_setopt(h_, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h_, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl.easy_setopt(h_, CURLOPT_URL, url.c_str());
+    curl.easy_setopt(h_, CURLOPT_FOLLOWLOCATION, 1L);  // the Hub redirects file downloads to its CDN
+    curl.easy_setopt(h_, CURLOPT_MAXREDIRS, 10L);
+    curl.easy_setopt(h_, CURLOPT_CONNECTTIMEOUT, connect_timeout_s);
+    curl.easy_setopt(h_, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a connection silent for 60 s is broken off
+    curl.easy_setopt(h_, CURLOPT_LOW_SPEED_TIME, 60L);
+    curl.easy_setopt(h_, CURLOPT_USERAGENT, "steno");
+    curl.easy_setopt(h_, CURLOPT_NOSIGNAL, 1L);
+    curl.easy_setopt(h_, CURLOPT_ERRORBUFFER, error_);
+    curl.easy_setopt(h_, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl.easy_setopt(h_, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     // libcurl sends a custom Authorization header only to the host it was set for, never to a redirect's.
-    if (!token.empty()) headers_ = curl_slist_append(headers_, fmt::format("Authorization: Bearer {}", token).c_str());
-    curl_easy_setopt(h_, CURLOPT_HTTPHEADER, headers_);
+    if (!token.empty()) headers_ = curl.slist_append(headers_, fmt::format("Authorization: Bearer {}", token).c_str());
+    curl.easy_setopt(h_, CURLOPT_HTTPHEADER, headers_);
   }
   ~Request() {
-    curl_slist_free_all(headers_);
-    curl_easy_cleanup(h_);
+    curl_api().slist_free_all(headers_);
+    curl_api().easy_cleanup(h_);
   }
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
@@ -116,11 +108,11 @@ class Request {
   const std::string& url() const { return url_; }
   long status() {
     long code = 0;
-    curl_easy_getinfo(h_, CURLINFO_RESPONSE_CODE, &code);
+    curl_api().easy_getinfo(h_, CURLINFO_RESPONSE_CODE, &code);
     return code;
   }
   // libcurl's own words for a failed transfer.
-  std::string describe(CURLcode rc) const { return *error_ ? error_ : curl_easy_strerror(rc); }
+  std::string describe(CURLcode rc) const { return *error_ ? error_ : curl_api().easy_strerror(rc); }
 
  private:
   std::string url_;
@@ -362,12 +354,12 @@ void download(const std::string& url, const std::string& endpoint, const PartFil
       o.log(fmt::format("resuming at {} of {}", megabytes(t.have), total ? megabytes(*total) : "?"));
     Request r(url, token, o.connect_timeout_s);
     t.request = &r;
-    curl_easy_setopt(r.handle(), CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(r.handle(), CURLOPT_HEADERDATA, &t);
-    curl_easy_setopt(r.handle(), CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(r.handle(), CURLOPT_WRITEDATA, &t);
-    if (t.have > 0) curl_easy_setopt(r.handle(), CURLOPT_RESUME_FROM_LARGE, static_cast<curl_off_t>(t.have));
-    const CURLcode rc = curl_easy_perform(r.handle());
+    curl_api().easy_setopt(r.handle(), CURLOPT_HEADERFUNCTION, on_header);
+    curl_api().easy_setopt(r.handle(), CURLOPT_HEADERDATA, &t);
+    curl_api().easy_setopt(r.handle(), CURLOPT_WRITEFUNCTION, on_body);
+    curl_api().easy_setopt(r.handle(), CURLOPT_WRITEDATA, &t);
+    if (t.have > 0) curl_api().easy_setopt(r.handle(), CURLOPT_RESUME_FROM_LARGE, static_cast<curl_off_t>(t.have));
+    const CURLcode rc = curl_api().easy_perform(r.handle());
     const long status = r.status();
     if (!t.failure.empty()) {
       fail(ErrorCode::kDataLoss, "downloading {}: {}; the part file {} is kept", url, t.failure, part.string());
@@ -433,10 +425,10 @@ PullResult pull_model(const PullOptions& o) {
   {
     Request r(api, token, o.connect_timeout_s);
     std::pair<std::string, bool> body{"", false};
-    curl_easy_setopt(r.handle(), CURLOPT_WRITEFUNCTION, append_capped);
-    curl_easy_setopt(r.handle(), CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(r.handle(), CURLOPT_TIMEOUT, 120L);
-    const CURLcode rc = curl_easy_perform(r.handle());
+    curl_api().easy_setopt(r.handle(), CURLOPT_WRITEFUNCTION, append_capped);
+    curl_api().easy_setopt(r.handle(), CURLOPT_WRITEDATA, &body);
+    curl_api().easy_setopt(r.handle(), CURLOPT_TIMEOUT, 120L);
+    const CURLcode rc = curl_api().easy_perform(r.handle());
     if (body.second)
       fail(ErrorCode::kDataLoss, "{}: the answer is over {} MiB: not the Hub's model metadata", api,
            kMaxMetadataBytes >> 20);
