@@ -17,9 +17,9 @@ Compute make_compute(const ComputeOptions& opt) {
   STENO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,
               "--dtype must be fp32, fp16 or bf16, got '{}'", opt.dtype);
   STENO_CHECK(!device.is_cpu() || dtype == DType::kF32, "--dtype {}: the CPU engine computes in fp32", opt.dtype);
-  return {device, dtype,
-          device.is_cpu() ? ops::Context::cpu(opt.threads, ops::parse_gemm_backend(opt.gemm))
-                          : ops::Context::cuda(device.index)};
+  if (!device.is_cpu()) return {device, dtype, ops::Context::cuda(device.index), nullptr};
+  const ops::GemmBackend gemm = ops::parse_gemm_backend(opt.gemm);
+  return {device, dtype, ops::Context::cpu(opt.threads, gemm), std::make_unique<ops::CpuGemmWarmUp>(gemm)};
 }
 
 }  // namespace steno::cli

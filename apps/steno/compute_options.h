@@ -4,11 +4,13 @@
 
 #include <CLI/CLI.hpp>
 
+#include <memory>
 #include <string>
 
 #include "steno/core/device.h"
 #include "steno/core/dtype.h"
 #include "steno/ops/context.h"
+#include "steno/ops/gemm.h"
 
 namespace steno::cli {
 
@@ -25,6 +27,8 @@ struct Compute {
   Device device;
   DType dtype;
   ops::Context ctx;
+  // On the CPU: oneDNN's kernels made on a thread of their own while the command loads its model (ops/gemm.h).
+  std::unique_ptr<ops::CpuGemmWarmUp> gemm_warm_up;
 };
 
 // Validates the options (a bad device or dtype throws kInvalidArgument naming the option) and makes the context.

@@ -132,6 +132,10 @@ Tensor Tensor::to(DType dtype) const {
   STENO_CHECK(device_.is_cpu(), "Tensor::to on {} needs a device op", device_.str());
   Tensor t = empty(shape_, dtype, device_);
   const int64_t n = numel();
+  if (dtype == DType::kF32 && (dtype_ == DType::kF16 || dtype_ == DType::kBF16)) {
+    widen_to_f32(static_cast<const uint16_t*>(data_), dtype_, static_cast<float*>(t.data_), n);
+    return t;
+  }
   for (int64_t i = 0; i < n; ++i) store_float(t.data_, dtype, i, load_float(data_, dtype_, i));
   return t;
 }

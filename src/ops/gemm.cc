@@ -76,4 +76,12 @@ void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
   cpu::linear(ctx, x, w, bias, y);
 }
 
+CpuGemmWarmUp::CpuGemmWarmUp(GemmBackend backend) {
+  if (backend == GemmBackend::kOneDnn) thread_ = std::thread(cpu::onednn_first_call);
+}
+
+CpuGemmWarmUp::~CpuGemmWarmUp() {
+  if (thread_.joinable()) thread_.join();
+}
+
 }  // namespace steno::ops

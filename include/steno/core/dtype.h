@@ -21,6 +21,9 @@ float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 float bf16_to_f32(uint16_t b);
 uint16_t f32_to_bf16(float f);
+// n binary16 or bfloat16 values to fp32, as the functions above give them, at memory speed (F16C where the CPU has
+// it): a model's 16-bit weights widened at every load, which one value at a time took most of the load.
+void widen_to_f32(const uint16_t* src, DType from, float* dst, int64_t n);
 
 template <typename T>
 constexpr DType dtype_of();

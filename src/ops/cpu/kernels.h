@@ -21,6 +21,8 @@ void sgemm(GemmBackend backend, int num_threads, bool trans_a, bool trans_b, int
 // Sets the thread count for GEMMs issued from this thread (its OpenMP ICV; for OpenBLAS outside parallel regions
 // also the library's process-wide count).
 void set_gemm_threads(GemmBackend backend, int num_threads);
+// The first oneDNN SGEMM of the process on a tiny problem, on the calling thread alone (CpuGemmWarmUp's thread).
+void onednn_first_call();
 void gemm_raw(Context& ctx, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
               const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y);
