@@ -38,14 +38,19 @@ std::vector<float> download(ops::Context& ctx, const Tensor& t) {
   return std::vector<float>(host.data<float>(), host.data<float>() + host.numel());
 }
 
+// The bundled model on cuda:0 in the test's dtype.
+std::shared_ptr<const AsrModel> bundled_on_gpu(DType dtype) {
+  ModelOverrides o;
+  o.device = Device::cuda(0);
+  o.dtype = dtype;
+  return AsrModel::load(kModel, o);
+}
+
 class EncoderGraphsTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(EncoderGraphsTest, EveryRunEqualsTheEagerEncoderOnTheBucketsShape) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  ModelOverrides o;
-  o.device = Device::cuda(0);
-  o.dtype = GetParam();
-  const auto model = AsrModel::load(kModel, o);
+  const auto model = bundled_on_gpu(GetParam());
   const ConformerEncoder& encoder = model->encoder();
   const int64_t feat_in = encoder.config().feat_in;
   ops::Context ctx = ops::Context::cuda(0);
@@ -80,10 +85,7 @@ TEST_P(EncoderGraphsTest, EveryRunEqualsTheEagerEncoderOnTheBucketsShape) {
 
 TEST_P(EncoderGraphsTest, BucketsAreBoundedAndWhatTheOptionsLeaveOutIsLeftToTheCaller) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  ModelOverrides o;
-  o.device = Device::cuda(0);
-  o.dtype = GetParam();
-  const auto model = AsrModel::load(kModel, o);
+  const auto model = bundled_on_gpu(GetParam());
   const ConformerEncoder& encoder = model->encoder();
   const int64_t feat_in = encoder.config().feat_in;
   ops::Context ctx = ops::Context::cuda(0);

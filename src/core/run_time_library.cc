@@ -1,0 +1,24 @@
+#include "core/run_time_library.h"
+
+#include <dlfcn.h>
+
+#include "steno/core/error.h"
+
+namespace steno {
+
+RunTimeLibrary::RunTimeLibrary(std::string name, const std::string& purpose) : name_(std::move(name)) {
+  handle_ = dlopen(name_.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle_ == nullptr) fail(ErrorCode::kUnavailable, "cannot load {} ({}): {}", name_, purpose, dlerror());
+}
+
+void* RunTimeLibrary::find(const char* symbol) {
+  void* p = dlsym(handle_, symbol);
+  if (p == nullptr) missing_ += (missing_.empty() ? "" : ", ") + std::string(symbol);
+  return p;
+}
+
+void RunTimeLibrary::require_all() const {
+  if (!missing_.empty()) fail(ErrorCode::kUnavailable, "{} lacks {}", name_, missing_);
+}
+
+}  // namespace steno
