@@ -51,8 +51,7 @@ LengthsGraph LengthsGraph::capture(Context& ctx, const std::vector<std::vector<i
                 "graph capture: length parameters of {} and {} clips", params[i].size(), batch);
     for (size_t j = 0; j < i; ++j)
       if (params[i] == params[j])
-        fail(ErrorCode::kUnimplemented, "graph capture: length parameters {} and {} are equal",
-             j, i);
+        fail(ErrorCode::kUnimplemented, "graph capture: length parameters {} and {} are equal", j, i);
   }
   CudaResources& res = ctx.cuda_resources();
   STENO_CHECK(res.capture == nullptr, "graph capture: one is already running on this context");
