@@ -8,8 +8,15 @@ every command alike. Reports the median wall time and the largest resident set (
 transcripts (so that a comparison with another program can check it heard the same words).
 
   bench/startup.py --steno build/apps/steno/steno [--steno build-gpu/apps/steno/steno] [--runs 21] [--out FILE]
+                   [--whisper-cpp SRC]
 
-The peer side of the comparison (whisper.cpp's CLI on the same model) is not part of this script yet.
+With --whisper-cpp, a whisper.cpp source tree (fetched for the benchmark, never kept in this repository), the peer
+joins: its parakeet-cli is built there three ways (default; GGML_LLAMAFILE; GGML_BLAS with OpenBLAS), the NeMo
+reference model tests/data/nemo-tiny/model.nemo is converted with its converter (f32; the converter needs torch,
+numpy and pyyaml: $STENO_TORCH_PYTHON, default /usr/bin/python3 with Debian's python3-torch) and imported for steno
+(`steno model import`), and `transcribe` of each clip runs on that model in every program, 2 threads, no GPU, in
+the same rotation. nemo-tiny is bias-free; the bundled model has biases, which whisper.cpp's Parakeet loader does
+not take, so it is steno's alone here.
 """
 import argparse
 import json
@@ -44,6 +51,36 @@ def make_clip(seconds, path):
         w.writeframes(raw[:want])
 
 
+PEER_BUILDS = {  # name: extra CMake options of whisper.cpp's build
+    "default": [],
+    "llamafile": ["-DGGML_LLAMAFILE=ON"],
+    "openblas": ["-DGGML_BLAS=ON", "-DGGML_BLAS_VENDOR=OpenBLAS"],
+}
+NEMO_TINY = os.path.join(ROOT, "tests", "data", "nemo-tiny", "model.nemo")
+
+
+def build_peer(src, name, options):
+    """whisper.cpp's parakeet-cli built in SRC/build-steno-NAME (kept between runs); its path."""
+    build = os.path.join(src, f"build-steno-{name}")
+    cli = os.path.join(build, "bin", "parakeet-cli")
+    if not os.path.exists(cli):
+        subprocess.run(["cmake", "-S", src, "-B", build, "-DCMAKE_BUILD_TYPE=Release", "-DWHISPER_BUILD_TESTS=OFF"]
+                       + options, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["cmake", "--build", build, "--target", "parakeet-cli", "-j", str(os.cpu_count())],
+                       check=True, stdout=subprocess.DEVNULL)
+    return cli
+
+
+def peer_model(src, steno, work):
+    """nemo-tiny as whisper.cpp's ggml file and as a steno model directory: (ggml path, steno directory)."""
+    python = os.environ.get("STENO_TORCH_PYTHON", "/usr/bin/python3")
+    subprocess.run([python, os.path.join(src, "models", "convert-parakeet-to-ggml.py"), "--model", NEMO_TINY,
+                    "--out-dir", work, "--use-f32"], check=True, stdout=subprocess.DEVNULL)
+    steno_dir = os.path.join(work, "nemo-tiny-steno")
+    subprocess.run([steno, "model", "import", NEMO_TINY, "--out", steno_dir], check=True, stdout=subprocess.DEVNULL)
+    return os.path.join(work, "ggml-model-f32.bin"), steno_dir
+
+
 def run_once(cmd):
     """Wall milliseconds and stdout of one run of `cmd` (which must succeed)."""
     start = time.perf_counter()
@@ -60,6 +97,7 @@ def main():
     ap.add_argument("--steno", action="append", required=True, help="a steno binary (repeatable)")
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--out", help="result JSON (default: stdout)")
+    ap.add_argument("--whisper-cpp", help="a whisper.cpp source tree: its parakeet-cli joins on nemo-tiny")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="steno-startup-")
@@ -75,6 +113,18 @@ def main():
         commands[(b, "model info")] = [b, "model", "info", MODEL]
         for seconds, path in clips.items():
             commands[(b, f"transcribe {seconds} s")] = [b, "transcribe", "-t", "2", "--model", MODEL, path]
+
+    if args.whisper_cpp:
+        steno = os.path.abspath(args.steno[0])
+        ggml, steno_dir = peer_model(args.whisper_cpp, steno, work)
+        for seconds, path in clips.items():
+            commands[(steno, f"nemo-tiny {seconds} s")] = [steno, "transcribe", "-t", "2", "--model", steno_dir,
+                                                          path]
+        for name, options in PEER_BUILDS.items():
+            cli = build_peer(args.whisper_cpp, name, options)
+            for seconds, path in clips.items():
+                commands[(f"whisper.cpp parakeet-cli ({name})", f"nemo-tiny {seconds} s")] = [
+                    cli, "-m", ggml, "-f", path, "-t", "2", "-ng"]
 
     walls = {key: [] for key in commands}
     rss = {key: 0.0 for key in commands}
@@ -94,7 +144,7 @@ def main():
     for (binary, name), w in walls.items():
         results.append({"binary": binary, "command": name, "runs": len(w), "median_ms": statistics.median(w),
                         "min_ms": min(w), "max_ms": max(w), "max_rss_mib": rss[(binary, name)],
-                        "output": texts[(binary, name)] if name.startswith("transcribe") else None})
+                        "output": texts[(binary, name)] if " s" in name else None})
     doc = {"machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                        "kernel": platform.release()},
            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "runs": args.runs, "results": results}
@@ -103,7 +153,7 @@ def main():
         with open(args.out, "w") as f:
             f.write(text + "\n")
     for r in results:
-        print(f"{r['median_ms']:8.1f} ms  {r['max_rss_mib']:6.1f} MiB  {r['command']:16s} {r['binary']}")
+        print(f"{r['median_ms']:8.1f} ms  {r['max_rss_mib']:6.1f} MiB  {r['command']:18s} {r['binary']}")
 
 
 if __name__ == "__main__":
