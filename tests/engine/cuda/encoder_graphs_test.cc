@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 #include <random>
 
+#include "device_values.h"
 #include "encoder_graphs.h"
 #include "steno/asr/model.h"
 #include "steno/core/cuda.h"
@@ -14,6 +16,8 @@
 
 namespace steno::asr {
 namespace {
+
+using testing::download;
 
 const std::string kModel = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en";
 
@@ -29,31 +33,28 @@ Tensor random_features(const std::vector<int64_t>& lengths, int64_t frames, int6
   return t;
 }
 
-std::vector<float> download(ops::Context& ctx, const Tensor& t) {
-  Tensor f32 = ctx.scratch(t.shape(), DType::kF32);
-  ops::cast(ctx, t, f32);
-  Tensor host = Tensor::empty(t.shape());
-  ops::copy(ctx, f32, host);
-  ctx.synchronize();
-  return std::vector<float>(host.data<float>(), host.data<float>() + host.numel());
-}
+// The bundled model on cuda:0 in the test's dtype, and a context there.
+class EncoderGraphsTest : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+    ModelOverrides o;
+    o.device = Device::cuda(0);
+    o.dtype = GetParam();
+    model_ = AsrModel::load(kModel, o);
+    ctx_.emplace(ops::Context::cuda(0));
+  }
+  const ConformerEncoder& encoder() const { return model_->encoder(); }
+  int64_t feat_in() const { return encoder().config().feat_in; }
 
-// The bundled model on cuda:0 in the test's dtype.
-std::shared_ptr<const AsrModel> bundled_on_gpu(DType dtype) {
-  ModelOverrides o;
-  o.device = Device::cuda(0);
-  o.dtype = dtype;
-  return AsrModel::load(kModel, o);
-}
-
-class EncoderGraphsTest : public ::testing::TestWithParam<DType> {};
+  std::shared_ptr<const AsrModel> model_;
+  std::optional<ops::Context> ctx_;
+};
 
 TEST_P(EncoderGraphsTest, EveryRunEqualsTheEagerEncoderOnTheBucketsShape) {
-  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  const auto model = bundled_on_gpu(GetParam());
-  const ConformerEncoder& encoder = model->encoder();
-  const int64_t feat_in = encoder.config().feat_in;
-  ops::Context ctx = ops::Context::cuda(0);
+  const ConformerEncoder& encoder = this->encoder();
+  const int64_t feat_in = this->feat_in();
+  ops::Context& ctx = *ctx_;
   EncoderGraphOptions options;
   options.frame_step = 128;
   EncoderGraphs graphs(options);
@@ -84,11 +85,9 @@ TEST_P(EncoderGraphsTest, EveryRunEqualsTheEagerEncoderOnTheBucketsShape) {
 }
 
 TEST_P(EncoderGraphsTest, BucketsAreBoundedAndWhatTheOptionsLeaveOutIsLeftToTheCaller) {
-  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
-  const auto model = bundled_on_gpu(GetParam());
-  const ConformerEncoder& encoder = model->encoder();
-  const int64_t feat_in = encoder.config().feat_in;
-  ops::Context ctx = ops::Context::cuda(0);
+  const ConformerEncoder& encoder = this->encoder();
+  const int64_t feat_in = this->feat_in();
+  ops::Context& ctx = *ctx_;
   EncoderGraphOptions options;
   options.max_buckets = 2;
   options.max_batch = 2;

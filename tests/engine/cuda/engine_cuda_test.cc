@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../golden.h"
+#include "device_values.h"
 #include "steno/asr/model.h"
 #include "steno/asr/transcriber.h"
 #include "asr/wer.h"
@@ -52,16 +53,6 @@ Tensor to_time_major(const Tensor& t) {
     for (int64_t ci = 0; ci < c; ++ci)
       for (int64_t ti = 0; ti < f; ++ti) q[(i * f + ti) * c + ci] = p[(i * c + ci) * f + ti];
   return out;
-}
-
-// A device tensor's values on the host, as f32.
-std::vector<float> download(ops::Context& ctx, const Tensor& t) {
-  Tensor f32 = ctx.scratch(t.shape(), DType::kF32);
-  ops::cast(ctx, t, f32);
-  Tensor host = Tensor::empty(t.shape());
-  ops::copy(ctx, f32, host);
-  ctx.synchronize();
-  return host.to_vector();
 }
 
 std::vector<float> valid_rows(const std::vector<float>& v, int64_t frames_total, int64_t width, int64_t b,
