@@ -45,6 +45,9 @@ class ConformerEncoder {
 
   const EncoderConfig& config() const { return config_; }
   ops::AttentionWindow attention_window() const { return window_; }
+  // Whether padding past a clip's frames leaves its valid outputs as they are (up to rounding): the subsampling
+  // masks it (NeMo >= 2.5). Without the masks (2.4) the padding reaches the last frames' context.
+  bool masks_padding() const { return masked_subsampling_; }
   // Encoder frames for `feature_frames` valid feature frames (ceil(N / 2) per stride-2 stage).
   int64_t output_length(int64_t feature_frames) const;
   // Every per-clip frame count a forward() over clips of `feature_lengths` masks with, in order: the features',

@@ -109,8 +109,9 @@ EncoderGraphs::Bucket& EncoderGraphs::bucket(ops::Context& ctx, const ConformerE
 std::optional<EncoderOutput> EncoderGraphs::run(ops::Context& ctx, const ConformerEncoder& encoder,
                                                 const Tensor& features, const std::vector<int64_t>& lengths) {
   const int64_t batch = features.dim(0), frames = features.dim(1);
-  if (!options_.enabled || ctx.device().is_cpu() || batch == 0 || batch > options_.max_batch ||
-      frames > options_.max_frames || options_.max_buckets == 0)
+  // A bucket pads the batch to its frames: only an encoder that masks padding gives the eager batch's answer.
+  if (!options_.enabled || ctx.device().is_cpu() || !encoder.masks_padding() || batch == 0 ||
+      batch > options_.max_batch || frames > options_.max_frames || options_.max_buckets == 0)
     return std::nullopt;
   STENO_CHECK(features.rank() == 3 && features.device() == ctx.device() && features.dtype() == encoder.dtype(),
               "encoder graphs: features {} for an encoder on {} in {}", features.str(), encoder.device().str(),

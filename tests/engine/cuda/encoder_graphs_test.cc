@@ -113,6 +113,24 @@ TEST_P(EncoderGraphsTest, BucketsAreBoundedAndWhatTheOptionsLeaveOutIsLeftToTheC
                             one).has_value());
 }
 
+// An encoder without the subsampling's masks (a NeMo 2.4 front end) never runs from a bucket: the bucket's padding
+// would reach its last frames and change the answer of the batch it pads (the 2.4 golden model's texts did).
+TEST(EncoderGraphsUnmasked, A24EncoderIsLeftToTheCaller) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  ModelOverrides o;
+  o.device = Device::cuda(0);
+  o.dtype = DType::kF32;
+  auto model = AsrModel::load(std::string(STENO_TEST_DATA) + "/golden/mel128_local_attn", o);
+  const ConformerEncoder& encoder = model->encoder();
+  ASSERT_FALSE(encoder.masks_padding());
+  ops::Context ctx = ops::Context::cuda(0);
+  EncoderGraphs graphs{EncoderGraphOptions{}};
+  const std::vector<int64_t> lengths = {100};
+  const Tensor f = ops::to_context(ctx, random_features(lengths, 100, encoder.config().feat_in, 5), DType::kF32);
+  for (int i = 0; i < 2; ++i) EXPECT_FALSE(graphs.run(ctx, encoder, f, lengths).has_value());
+  EXPECT_EQ(graphs.captures(), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, EncoderGraphsTest, ::testing::Values(DType::kF32, DType::kBF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
