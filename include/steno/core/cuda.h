@@ -23,6 +23,7 @@ struct DeviceInfo {
   int sm_major = 0, sm_minor = 0;
   int multiprocessors = 0;
   size_t total_memory = 0;
+  std::string uuid;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi, NVML and Triton's gpu_uuid name it
 };
 DeviceInfo device_info(int device);
 

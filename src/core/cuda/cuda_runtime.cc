@@ -40,11 +40,25 @@ int device_count() {
   return n;
 }
 
+namespace {
+
+// The 16 bytes as NVML prints them: "GPU-" and the groups 4-2-2-2-6 in hex.
+std::string format_uuid(const char* bytes) {
+  std::string out = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += fmt::format("{:02x}", static_cast<unsigned char>(bytes[i]));
+  }
+  return out;
+}
+
+}  // namespace
+
 DeviceInfo device_info(int device) {
   check_device(Device::cuda(device));
   cudaDeviceProp p{};
   check(cudaGetDeviceProperties(&p, device), "cudaGetDeviceProperties");
-  return {p.name, p.major, p.minor, p.multiProcessorCount, p.totalGlobalMem};
+  return {p.name, p.major, p.minor, p.multiProcessorCount, p.totalGlobalMem, format_uuid(p.uuid.bytes)};
 }
 
 int sm_count(int device) {
