@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -33,5 +34,16 @@ inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
+
+#ifdef STENO_BINARY
+// The `steno` binary a test runs: $STENO_BINARY, else the one beside the test program (the GPU package puts every
+// program in one directory), else the one of this build tree.
+inline std::string steno_binary() {
+  if (const char* env = std::getenv("STENO_BINARY"); env && *env) return env;
+  const std::filesystem::path beside = std::filesystem::read_symlink("/proc/self/exe").parent_path() / "steno";
+  if (std::filesystem::exists(beside)) return beside.string();
+  return STENO_BINARY;
+}
+#endif
 
 }  // namespace steno::testing

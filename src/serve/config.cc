@@ -97,7 +97,7 @@ void validate_model(const ModelConfig& m, bool fault_injection) {
   STENO_CHECK(m.max_queue_delay_ms >= 0, "max_queue_delay_ms must be >= 0, got {}", m.max_queue_delay_ms);
   STENO_CHECK(m.max_queue_size >= 0, "max_queue_size must be >= 0, got {}", m.max_queue_size);
   STENO_CHECK(m.gemm == "onednn" || m.gemm == "openblas", "gemm must be onednn or openblas, got '{}'", m.gemm);
-  const Device device = m.parsed_device();  // throws naming the text
+  const Device device = m.parsed_device();  // throws naming the text (the whole list is parsed)
   const DType dtype = m.compute_dtype();
   STENO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,
               "dtype must be f32, f16 or bf16, got {}", m.dtype);

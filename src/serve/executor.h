@@ -54,6 +54,8 @@ class Executor {
 
   // "lane 0", "worker 2": for logs.
   virtual const std::string& name() const = 0;
+  // The device group it runs on: its index in the model's --device list (device_groups.h); 0 with one device.
+  virtual int device_group() const { return 0; }
   // The largest batch it can take (a worker process: what the wire protocol carries).
   virtual int max_batch_size() const { return 1 << 30; }
 

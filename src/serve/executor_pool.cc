@@ -83,6 +83,7 @@ struct ExecutorPool::Slot {
   std::unique_ptr<Executor> exec;
   BatchCap cap;
   int failures = 0;  // consecutive losses and failed starts: the restart backoff's exponent
+  bool counted_up = false;  // as steno_device_executors_up has it
   std::optional<std::string> start_error;
   std::thread thread;
 };
@@ -155,13 +156,28 @@ void ExecutorPool::thread_main(Slot& s) {
   }
   if (go_ == Go::kServe) serve(s);
   s.exec->stop();
+  count_up(s, false);
+}
+
+void ExecutorPool::count_up(Slot& s, bool up) {
+  if (up == s.counted_up) return;
+  s.counted_up = up;
+  if (stats_) stats_->device_executors_up(s.exec->device_group(), up ? 1 : -1);
+}
+
+void ExecutorPool::lost(Slot& s, Loss loss) {
+  if (loss == Loss::kFault) ++s.failures;
+  count_up(s, false);
+  if (stats_) stats_->device_executor_lost(s.exec->device_group());
 }
 
 void ExecutorPool::serve(Slot& s) {
   for (;;) {
+    count_up(s, s.exec->up());
     if (!s.exec->up() && !bring_up(s)) return;
+    count_up(s, true);
     if (const Loss loss = s.exec->check_idle(); loss != Loss::kNone) {
-      if (loss == Loss::kFault) ++s.failures;
+      lost(s, loss);
       continue;
     }
     const auto interval = s.exec->idle_check_interval();
@@ -173,7 +189,7 @@ void ExecutorPool::serve(Slot& s) {
     if (const Loss loss = s.exec->check_idle(); loss != Loss::kNone) {
       // Lost while it waited for work: the batch goes to another executor, or to this one once restarted.
       batcher_.requeue(std::move(*pull.batch));
-      if (loss == Loss::kFault) ++s.failures;
+      lost(s, loss);
       continue;
     }
     run(s, *pull.batch, Clock::now());
@@ -220,12 +236,13 @@ bool ExecutorPool::run(Slot& s, Batch& batch, Clock::time_point start) {
                          fmt::format("internal error: {} answers for a batch of {}", r.answers(), n));
 
   if (r.status == BatchRun::Status::kLost) {
-    if (r.loss == Loss::kFault) ++s.failures;
+    lost(s, r.loss);
     replay(std::move(batch), r);
     return false;
   }
   if (r.status == BatchRun::Status::kDone) {
     s.failures = 0;
+    if (stats_) stats_->device_batch_executed(s.exec->device_group(), n);
     if (const auto grown = s.cap.succeeded(n)) {
       spdlog::info("{}: {} batches without running out of memory; batch cap now {}", s.exec->name(),
                    policy_.oom.regrow_after, *grown);

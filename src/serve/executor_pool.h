@@ -77,6 +77,8 @@ class ExecutorPool {
                 Clock::time_point run_start, Clock::time_point end);
   void replay(Batch batch, const BatchRun& lost);
   void fail_remaining(const std::string& why);
+  void count_up(Slot& s, bool up);  // the executor's up or down in its device's series, once per change
+  void lost(Slot& s, Loss loss);    // the executor went down with `loss`
 
   class RunGate;  // batches side by side, a suspect's alone (isolate_suspects)
 

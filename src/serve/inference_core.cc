@@ -126,6 +126,8 @@ InferenceCore::InferenceCore(std::vector<ModelSpec> models, CoreConfig config)
     STENO_CHECK(!executors.empty(), "model '{}' has no executors", m->info.name);
     m->info.executors = static_cast<int>(executors.size());
     ModelStatistics* stats = &stats_.add_model(m->info.name, m->info.version);
+    stats->set_devices(spec.devices.empty() ? std::vector<DeviceGroup>{{Device::cpu(), m->info.device, ""}}
+                                            : spec.devices);
     m->stats = stats;
     m->batcher = std::make_unique<DynamicBatcher>(
         spec.batcher, DynamicBatcher::Hooks{RequestCompleter(stats), [stats](size_t n) { stats->set_pending(n); }});

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "serve/batcher.h"
+#include "serve/device_groups.h"
 #include "serve/executor.h"
 #include "serve/executor_pool.h"
 #include "serve/lanes.h"
@@ -44,6 +45,9 @@ struct ModelSpec {
   // fleet's). Their first start happens inside the core's constructor.
   std::function<std::vector<std::unique_ptr<Executor>>(prometheus::Registry& registry)> executors;
   PoolPolicy policy;
+  // The devices its executors run on, indexed by their device_group() (device_groups.h): each has its series in
+  // /metrics. Empty: one group, named info.device.
+  std::vector<DeviceGroup> devices;
   std::shared_ptr<void> resources;  // kept alive until the executors are gone (an MPS daemon they use)
 };
 

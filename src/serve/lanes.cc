@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 
+#include "core/cuda_fault.h"
 #include "steno/core/cuda.h"
 #include "steno/core/error.h"
 #include "steno/core/thread_pool.h"
@@ -123,12 +124,28 @@ int threads_per_executor(int executors, int threads) {
   return std::max(1, default_num_threads() / std::max(1, executors));
 }
 
-LaneExecutor::LaneExecutor(int index, RunnerFactory runners)
-    : index_(index), name_(fmt::format("lane {}", index)), runners_(std::move(runners)) {
+LaneExecutor::LaneExecutor(int index, RunnerFactory runners, Device device, OnDeviceFault on_fault)
+    : index_(index),
+      name_(fmt::format("lane {}", index)),
+      runners_(std::move(runners)),
+      device_(device),
+      on_fault_(on_fault) {
   STENO_CHECK(runners_ != nullptr, "a lane needs a runner factory");
 }
 
+std::string LaneExecutor::device_fault() const {
+  return device_.is_cpu() ? std::string() : steno::cuda::device_fault(device_.index);
+}
+
 std::optional<std::string> LaneExecutor::start() {
+  if (faulted_) {
+    const std::string fault = device_fault();
+    if (!fault.empty())
+      return fmt::format("{} faulted ({}): CUDA gives a working context on it only to a new process; the model's "
+                         "other devices go on serving",
+                         device_.str(), fault);
+    faulted_ = false;
+  }
   try {
     runner_ = runners_(index_);
   } catch (const std::exception& e) {
@@ -148,6 +165,14 @@ BatchRun LaneExecutor::run(const Batch& batch) {
     if (!out.diarizations.empty()) return BatchRun::diarized(std::move(out.diarizations), timings);
     return BatchRun::done(std::move(out.transcripts), timings);
   } catch (const Error& e) {
+    // Out of memory is the pool's to handle; any other error may be the device's sticky fault.
+    if (on_fault_ == OnDeviceFault::kTakeOut && e.code() != ErrorCode::kResourceExhausted)
+      if (const std::string fault = device_fault(); !fault.empty()) {
+        spdlog::error("{}: {} faulted ({}); taking this lane out, its batch goes to the other devices", name_,
+                      device_.str(), fault);
+        faulted_ = true;
+        return BatchRun::lost(Loss::kFault, "crashed", fmt::format("{} faulted: {}", device_.str(), fault));
+      }
     return BatchRun::failed(e.code(), e.what());
   } catch (const std::exception& e) {
     return BatchRun::failed(ErrorCode::kInternal, e.what());
@@ -160,10 +185,11 @@ void LaneExecutor::release_cached_memory() {
   if (runner_) runner_->release_cached_memory();
 }
 
-std::vector<std::unique_ptr<Executor>> lane_executors(int count, const RunnerFactory& runners) {
+std::vector<std::unique_ptr<Executor>> lane_executors(int count, const RunnerFactory& runners, Device device,
+                                                      OnDeviceFault on_fault) {
   STENO_CHECK(count >= 1, "need at least one lane, got {}", count);
   std::vector<std::unique_ptr<Executor>> out;
-  for (int i = 0; i < count; ++i) out.push_back(std::make_unique<LaneExecutor>(i, runners));
+  for (int i = 0; i < count; ++i) out.push_back(std::make_unique<LaneExecutor>(i, runners, device, on_fault));
   return out;
 }
 

@@ -98,27 +98,44 @@ RunnerFactory green_diarizer_runners(std::shared_ptr<const diar::SortformerModel
 // (default_num_threads()) shared out among them (at least 1).
 int threads_per_executor(int executors, int threads);
 
+// What a lane does when its CUDA device faults (a kernel's illegal address or trap: sticky, every later call on
+// the device fails, and only a new process gets a working context there).
+enum class OnDeviceFault {
+  kFailBatches,  // the batch fails, and every later one: one device, nowhere else to run them
+  kTakeOut,      // the lane is lost (its batch replayed on the model's other devices) and stays down
+};
+
 // A lane: an executor in this process that runs batches on the runner `runners` makes for it (on its own thread,
-// when it starts). It cannot be lost: a lane that crashes takes the server with it.
+// when it starts) on `device`. A lane that crashes takes the server with it; one whose device faults acts as
+// `on_fault` says (its start then fails, naming the fault, as long as the process lives).
 class LaneExecutor final : public Executor {
  public:
-  LaneExecutor(int index, RunnerFactory runners);
+  LaneExecutor(int index, RunnerFactory runners, Device device = Device::cpu(),
+               OnDeviceFault on_fault = OnDeviceFault::kFailBatches);
 
   const std::string& name() const override { return name_; }
   std::optional<std::string> start() override;
-  bool up() const override { return runner_ != nullptr; }
+  bool up() const override { return runner_ != nullptr && !faulted_; }
   BatchRun run(const Batch& batch) override;
   void release_cached_memory() override;
   void stop() override {}
 
  private:
+  // Empty while the lane's device works (always on the CPU); else why it does not.
+  std::string device_fault() const;
+
   int index_;
   std::string name_;
   RunnerFactory runners_;
+  Device device_;
+  OnDeviceFault on_fault_;
   std::unique_ptr<BatchRunner> runner_;
+  bool faulted_ = false;  // taken out: its device faulted
 };
 
-// `count` lanes over one runner factory (the `lanes` and `green` modes).
-std::vector<std::unique_ptr<Executor>> lane_executors(int count, const RunnerFactory& runners);
+// `count` lanes over one runner factory (the `lanes` and `green` modes) on `device`.
+std::vector<std::unique_ptr<Executor>> lane_executors(int count, const RunnerFactory& runners,
+                                                      Device device = Device::cpu(),
+                                                      OnDeviceFault on_fault = OnDeviceFault::kFailBatches);
 
 }  // namespace steno::serve

@@ -250,7 +250,9 @@ std::vector<Option> make_options() {
   t.push_back(bind(model, {"aliases", {}, "NAMES", "Other names clients may use for the model, comma-separated "
                                                     "(\"\": none), on every protocol; OpenAI apps send whisper-1"},
                    STENO_FIELD(model.aliases)));
-  t.push_back(bind(model, {"device", {}, "DEVICE", "cpu or cuda[:N]: where the model runs"}, STENO_FIELD(model.device)));
+  t.push_back(bind(model, {"device", {}, "DEVICES", "cpu, cuda[:N], or a list: cuda:0,1 or cuda:all (every GPU) or "
+                                                     "cpu,cpu; each entry has executors and weights of its own, "
+                                                     "all fed from the model's one queue"}, STENO_FIELD(model.device)));
   t.push_back(bind(model, {"dtype", {}, "DTYPE", "Compute dtype: f32 on the CPU; f32, f16 or bf16 on CUDA (\"\": bf16 "
                                                   "there)"},
                    STENO_FIELD(model.dtype)));

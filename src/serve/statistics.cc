@@ -9,6 +9,10 @@
 
 #include <chrono>
 
+#include "steno/core/error.h"
+
+#include "serve/device_groups.h"
+
 namespace steno::serve {
 namespace {
 
@@ -78,7 +82,15 @@ struct ServeStatistics::Families {
         splits(family(prometheus::BuildCounter(), "steno_batch_splits_total",
                       "Batches split in halves and retried after running out of memory", r)),
         batch_cap(family(prometheus::BuildGauge(), "steno_batch_cap",
-                         "The largest batch each executor currently asks for", r)) {}
+                         "The largest batch each executor currently asks for", r)),
+        device_count(family(prometheus::BuildCounter(), "steno_device_inference_count",
+                            "Number of inferences run to completion on each device", r)),
+        device_exec_count(family(prometheus::BuildCounter(), "steno_device_exec_count",
+                                 "Number of batches run to completion on each device", r)),
+        device_up(family(prometheus::BuildGauge(), "steno_device_executors_up",
+                         "Executors up on each device (0: the device is out)", r)),
+        device_losses(family(prometheus::BuildCounter(), "steno_device_executor_losses_total",
+                             "Executors lost on each device: crashed, hung, or their device faulted", r)) {}
 
   prometheus::Family<prometheus::Counter>& success;
   prometheus::Family<prometheus::Counter>& failure;
@@ -98,6 +110,10 @@ struct ServeStatistics::Families {
   prometheus::Family<prometheus::Counter>& poisoned;
   prometheus::Family<prometheus::Counter>& splits;
   prometheus::Family<prometheus::Gauge>& batch_cap;
+  prometheus::Family<prometheus::Counter>& device_count;
+  prometheus::Family<prometheus::Counter>& device_exec_count;
+  prometheus::Family<prometheus::Gauge>& device_up;
+  prometheus::Family<prometheus::Counter>& device_losses;
 };
 
 // One model's series in the families above.
@@ -120,6 +136,17 @@ struct ModelStatistics::Series {
   prometheus::Counter* poisoned = nullptr;
   prometheus::Counter* splits = nullptr;
   prometheus::Family<prometheus::Gauge>* batch_cap = nullptr;  // one series per executor, added as they report
+  struct Device {
+    prometheus::Counter* count;
+    prometheus::Counter* exec_count;
+    prometheus::Gauge* up;
+    prometheus::Counter* losses;
+  };
+  std::vector<Device> devices;  // by device group; set once, before any executor reports
+  prometheus::Family<prometheus::Counter>* device_count = nullptr;
+  prometheus::Family<prometheus::Counter>* device_exec_count = nullptr;
+  prometheus::Family<prometheus::Gauge>* device_up = nullptr;
+  prometheus::Family<prometheus::Counter>* device_losses = nullptr;
 };
 
 void ModelStatistics::piece_ran() {
@@ -189,6 +216,33 @@ void ModelStatistics::set_batch_cap(int executor, int cap) {
       .Set(cap);
 }
 
+void ModelStatistics::set_devices(const std::vector<DeviceGroup>& groups) {
+  Series& s = *series_;
+  STENO_CHECK(s.devices.empty(), "model {}: its devices are set once", name_);
+  for (const DeviceGroup& g : groups) {
+    const prometheus::Labels labels = {
+        {"model", name_}, {"version", version_}, {"device", g.name}, {"gpu_uuid", g.gpu_uuid}};
+    s.devices.push_back({&s.device_count->Add(labels), &s.device_exec_count->Add(labels), &s.device_up->Add(labels),
+                         &s.device_losses->Add(labels)});
+  }
+}
+
+void ModelStatistics::device_batch_executed(int group, int size) {
+  if (group < 0 || group >= static_cast<int>(series_->devices.size())) return;
+  series_->devices[static_cast<size_t>(group)].count->Increment(size);
+  series_->devices[static_cast<size_t>(group)].exec_count->Increment();
+}
+
+void ModelStatistics::device_executors_up(int group, int delta) {
+  if (group < 0 || group >= static_cast<int>(series_->devices.size())) return;
+  series_->devices[static_cast<size_t>(group)].up->Increment(delta);
+}
+
+void ModelStatistics::device_executor_lost(int group) {
+  if (group < 0 || group >= static_cast<int>(series_->devices.size())) return;
+  series_->devices[static_cast<size_t>(group)].losses->Increment();
+}
+
 ModelStatsSnapshot ModelStatistics::snapshot() const {
   ModelStatsSnapshot out;
   out.name = name_;
@@ -249,6 +303,10 @@ ModelStatistics& ServeStatistics::add_model(const std::string& name, const std::
   s.poisoned = &f.poisoned.Add(labels);
   s.splits = &f.splits.Add(labels);
   s.batch_cap = &f.batch_cap;
+  s.device_count = &f.device_count;
+  s.device_exec_count = &f.device_exec_count;
+  s.device_up = &f.device_up;
+  s.device_losses = &f.device_losses;
   std::lock_guard lock(mu_);
   models_.push_back(std::move(m));
   return *models_.back();

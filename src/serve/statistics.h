@@ -22,6 +22,12 @@
 //   steno_poisoned_requests_total           requests failed alone for taking down executors twice
 //   steno_batch_splits_total                batches split in halves after running out of memory
 //   steno_batch_cap{executor}               gauge: the largest batch each executor asks for (batch_cap.h)
+// steno's per device (labels model, version, device -- "cuda:1", or "cuda:0#1" for a device listed twice -- and
+// gpu_uuid, Triton's label of a GPU: "" on the CPU), one set for each entry of --device (device_groups.h):
+//   steno_device_inference_count            counter: requests run to completion on the device
+//   steno_device_exec_count                 counter: batches run to completion on the device
+//   steno_device_executors_up               gauge: its executors up now (0: the device is out)
+//   steno_device_executor_losses_total      counter: its executors lost (crashed, hung, or their device faulted)
 // Unknown model names never become labels (clients choose them: unbounded cardinality).
 #pragma once
 
@@ -46,6 +52,8 @@ class Family;
 
 namespace steno::serve {
 
+struct DeviceGroup;  // device_groups.h
+
 // One model's statistics. Thread-safe.
 class ModelStatistics {
  public:
@@ -65,6 +73,12 @@ class ModelStatistics {
   void request_poisoned();
   void batch_split();
   void set_batch_cap(int executor, int cap);
+  // The model's device groups, in the order of the executors' device_group(); called once, before they start.
+  void set_devices(const std::vector<DeviceGroup>& groups);
+  // Events of an executor of group `group` (one outside the groups set is ignored).
+  void device_batch_executed(int group, int size);
+  void device_executors_up(int group, int delta);
+  void device_executor_lost(int group);
 
   ModelStatsSnapshot snapshot() const;
 

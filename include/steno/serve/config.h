@@ -32,7 +32,9 @@ struct ModelConfig {
   std::string dir;   // the model directory; "" = the bundled model (the caller fills it in)
   std::string name;  // what clients call it; "" = the directory's last component
   std::vector<std::string> aliases = default_asr_aliases();  // other names clients may use for it
-  std::string device = "cpu";  // cpu | cuda[:N]
+  // cpu | cuda[:N] | a list, each entry a device group of its own executors and weight copy: cuda:0,1 |
+  // cuda:all | cpu,cpu (parse_devices in steno/core/device.h)
+  std::string device = "cpu";
   std::string dtype;           // compute dtype: f32 on the CPU; f32, f16 or bf16 on CUDA ("" = bf16 there)
   double max_audio_seconds = 4 * 3600;  // longer audio is refused (413)
   // Audio longer than this runs in the engines' long-form modes, whose cost is linear in the length: the ASR
@@ -68,7 +70,8 @@ struct ModelConfig {
   // Green contexts.
   int green_sms = 0;
 
-  Device parsed_device() const { return parse_device(device); }
+  std::vector<Device> parsed_devices() const { return parse_devices(device); }
+  Device parsed_device() const { return parsed_devices().front(); }  // the first (every entry is of its kind)
   DType compute_dtype() const;  // `dtype`, or the device's default (f32 on the CPU, bf16 on CUDA)
 };
 

@@ -27,9 +27,9 @@ const char* restart_reason_name(RestartReason r) {
 }
 
 FleetMetrics::FleetMetrics(prometheus::Registry& registry, const std::string& model, const std::string& version,
-                           int workers)
-    : model_(model), version_(version) {
-  const prometheus::Labels labels = {{"model", model}, {"version", version}};
+                           int workers, const std::string& device)
+    : model_(model), version_(version), device_(device) {
+  const prometheus::Labels labels = {{"model", model}, {"version", version}, {"device", device}};
   const auto with = [&](const std::string& key, const std::string& value) {
     prometheus::Labels l = labels;
     l[key] = value;
@@ -76,7 +76,8 @@ void FleetMetrics::set_worker_memory(int worker, uint64_t host_bytes, uint64_t d
   std::lock_guard lock(memory_mu_);
   if (device_memory_[i] == nullptr)  // only once reported: a 0 would claim the worker holds no device memory
     device_memory_[i] = &memory_->Add(
-        {{"model", model_}, {"version", version_}, {"worker", std::to_string(worker)}, {"memory", "device"}});
+        {{"model", model_}, {"version", version_}, {"device", device_}, {"worker", std::to_string(worker)},
+         {"memory", "device"}});
   device_memory_[i]->Set(static_cast<double>(device_bytes));
 }
 

@@ -1,5 +1,6 @@
 // The worker fleet's Prometheus series, beside the core's (statistics.h: replays, poisoned requests, batch splits
-// and caps are counted there, for every kind of executor), labelled by model and version:
+// and caps are counted there, for every kind of executor), labelled by model, version and device (the fleet's
+// device group: "cuda:1"; device_groups.h):
 //   steno_worker_restarts_total{reason}    counter: workers restarted, by why the old one ended: exit (it exited),
 //                                          signal (killed by a signal), hang (no heartbeat, or a batch past its
 //                                          deadline: SIGKILLed), protocol (it broke the wire protocol: SIGKILLed),
@@ -32,7 +33,8 @@ const char* restart_reason_name(RestartReason r);
 // Thread-safe (prometheus-cpp's metrics are); lives as long as the registry it registers in.
 class FleetMetrics {
  public:
-  FleetMetrics(prometheus::Registry& registry, const std::string& model, const std::string& version, int workers);
+  FleetMetrics(prometheus::Registry& registry, const std::string& model, const std::string& version, int workers,
+               const std::string& device = "");
 
   void worker_restarted(RestartReason reason);
   void worker_up();
@@ -46,7 +48,7 @@ class FleetMetrics {
   prometheus::Gauge* up_;
   prometheus::Gauge* shared_weights_;
   prometheus::Family<prometheus::Gauge>* memory_;
-  std::string model_, version_;
+  std::string model_, version_, device_;
   std::mutex memory_mu_;
   std::vector<prometheus::Gauge*> host_memory_;    // by worker
   std::vector<prometheus::Gauge*> device_memory_;  // by worker; added once the worker reports device memory

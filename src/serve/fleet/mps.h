@@ -55,10 +55,10 @@ int mps_thread_percentage(int configured, int workers);
 // Throws kInvalidArgument for anything else.
 std::string mps_pinned_limit(const std::string& spec, int device);
 
-// What worker `worker` of `workers` needs in its environment to be a client of the daemon at `pipe_dir` (the
-// log directory is left out when empty).
+// What worker `worker` of `workers` on GPU `device` (-1: options.device) needs in its environment to be a client of
+// the daemon at `pipe_dir` (the log directory is left out when empty).
 EnvVars mps_worker_env(const MpsOptions& options, const std::string& pipe_dir, const std::string& log_dir,
-                       int worker, int workers);
+                       int worker, int workers, int device = -1);
 
 // The nvidia-cuda-mps-control to run: `configured` if given (it must exist and be executable), else the first on
 // PATH, else /usr/local/nvidia/bin's. Throws kUnavailable saying where it looked.
@@ -90,7 +90,7 @@ class MpsDaemon {
   MpsDaemon(const MpsDaemon&) = delete;
   MpsDaemon& operator=(const MpsDaemon&) = delete;
 
-  EnvVars worker_env(int worker, int workers) const;
+  EnvVars worker_env(int worker, int workers, int device = -1) const;  // mps_worker_env
 
   // After a fatal fault, once every worker of the group has exited. Started by steno: quit and start again on
   // the same directories (so worker_env() stays valid). Joined: waits until no server is in FAULT (the server

@@ -201,8 +201,8 @@ MpsDaemon::~MpsDaemon() {
   remove_created_dirs();
 }
 
-EnvVars MpsDaemon::worker_env(int worker, int workers) const {
-  return mps_worker_env(options_, pipe_dir_, log_dir_, worker, workers);
+EnvVars MpsDaemon::worker_env(int worker, int workers, int device) const {
+  return mps_worker_env(options_, pipe_dir_, log_dir_, worker, workers, device);
 }
 
 void MpsDaemon::start() {

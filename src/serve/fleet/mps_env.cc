@@ -85,7 +85,7 @@ std::string mps_pinned_limit(const std::string& spec, int device) {
 }
 
 EnvVars mps_worker_env(const MpsOptions& options, const std::string& pipe_dir, const std::string& log_dir,
-                       int worker, int workers) {
+                       int worker, int workers, int device) {
   STENO_CHECK(worker >= 0 && worker < workers, "MPS worker {} is not one of {}", worker, workers);
   STENO_CHECK(!pipe_dir.empty(), "MPS worker environment without a pipe directory");
   EnvVars env;
@@ -96,7 +96,7 @@ EnvVars mps_worker_env(const MpsOptions& options, const std::string& pipe_dir, c
                    std::to_string(mps_thread_percentage(options.active_thread_percentage, workers)));
   if (!options.pinned_device_mem_limit.empty())
     env.emplace_back("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT",
-                     mps_pinned_limit(options.pinned_device_mem_limit, options.device));
+                     mps_pinned_limit(options.pinned_device_mem_limit, device >= 0 ? device : options.device));
   return env;
 }
 

@@ -1,13 +1,16 @@
 #include "model_executors.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <map>
 
 #include "steno/asr/model.h"
 #include "steno/diar/sortformer_model.h"
 #include "steno/core/cuda.h"
 #include "steno/core/error.h"
+#include "serve/device_groups.h"
 #include "serve/fleet/fleet_metrics.h"
 #include "serve/fleet/worker_executor.h"
 #include "serve/frontend/kserve_model.h"
@@ -61,6 +64,61 @@ fleet::WorkerFleetConfig worker_fleet(const ServeConfig& config) {
   return f;
 }
 
+// Makes one device group's executors when the core starts the model.
+using ExecutorMaker = std::function<std::vector<std::unique_ptr<Executor>>(prometheus::Registry&)>;
+
+// Every group's executors, in the groups' order, each knowing its group; named after it when there are several.
+ExecutorMaker grouped(const std::vector<DeviceGroup>& groups, std::vector<ExecutorMaker> makers) {
+  std::vector<std::string> names;
+  for (const DeviceGroup& g : groups) names.push_back(groups.size() > 1 ? g.name : "");
+  return [names, makers = std::move(makers)](prometheus::Registry& registry) {
+    std::vector<std::unique_ptr<Executor>> all;
+    for (size_t g = 0; g < makers.size(); ++g)
+      for (auto& e : in_device_group(static_cast<int>(g), names[g], makers[g](registry))) all.push_back(std::move(e));
+    return all;
+  };
+}
+
+// The workers that fault together under MPS, by device group: every client of one GPU (a device listed twice is
+// one GPU). With one GPU the daemon is restarted once they are all gone, as measured on the H200; with several, a
+// fault is contained to the GPU's clients and the daemon takes clients there again once they have all exited
+// (NVIDIA's MPS guide, Volta and later), so the other GPUs' workers keep running.
+std::vector<std::shared_ptr<fleet::FaultGroup>> mps_fault_groups(const std::vector<DeviceGroup>& groups,
+                                                                 const std::shared_ptr<fleet::MpsDaemon>& mps) {
+  std::map<int, std::shared_ptr<fleet::FaultGroup>> by_gpu;
+  for (const DeviceGroup& g : groups) by_gpu[g.device.index] = nullptr;
+  const bool one_gpu = by_gpu.size() == 1;
+  for (auto& [index, group] : by_gpu)
+    group = std::make_shared<fleet::FaultGroup>(one_gpu ? std::function<void()>([mps] { mps->restart(); })
+                                                        : std::function<void()>());
+  std::vector<std::shared_ptr<fleet::FaultGroup>> out;
+  for (const DeviceGroup& g : groups) out.push_back(by_gpu.at(g.device.index));
+  return out;
+}
+
+// The green partition of each group's GPU: one per GPU, so that two groups on one GPU never share SMs.
+std::vector<std::shared_ptr<steno::cuda::GreenPartition>> green_partitions(const std::vector<DeviceGroup>& groups) {
+  std::map<int, std::shared_ptr<steno::cuda::GreenPartition>> by_gpu;
+  std::vector<std::shared_ptr<steno::cuda::GreenPartition>> out;
+  for (const DeviceGroup& g : groups) {
+    auto& p = by_gpu[g.device.index];
+    if (!p) p = std::make_shared<steno::cuda::GreenPartition>(g.device.index);
+    out.push_back(p);
+  }
+  return out;
+}
+
+// A lane whose device faults is taken out where the model has other devices to run its batch on.
+OnDeviceFault on_device_fault(const std::vector<DeviceGroup>& groups) {
+  return groups.size() > 1 ? OnDeviceFault::kTakeOut : OnDeviceFault::kFailBatches;
+}
+
+std::string device_list(const std::vector<DeviceGroup>& groups) {
+  std::vector<std::string> names;
+  for (const DeviceGroup& g : groups) names.push_back(g.device.str());
+  return fmt::format("{}", fmt::join(names, ","));
+}
+
 }  // namespace
 
 std::string served_name(const ModelConfig& m) {
@@ -76,11 +134,12 @@ BuiltModel build_model(const ServeConfig& config) {
   require_cuda_for_share(m);
   BuiltModel built;
   ModelSpec& spec = built.spec;
+  spec.devices = device_groups(m.parsed_devices());
   spec.info.name = served_name(m);
   spec.info.aliases = m.aliases;
   spec.info.platform = kKServePlatform;
   spec.info.on_gpu = !m.parsed_device().is_cpu();
-  spec.info.device = m.parsed_device().str();
+  spec.info.device = device_list(spec.devices);
   spec.info.share = share_mode_name(m.share);
   spec.info.max_audio_seconds = m.max_audio_seconds;
   spec.info.piece_seconds = m.piece_seconds;
@@ -90,37 +149,54 @@ BuiltModel build_model(const ServeConfig& config) {
   spec.batcher.max_queue_size = static_cast<size_t>(m.max_queue_size);
   spec.batcher.spread_over_idle_executors = m.spread_batches;
 
+  std::vector<ExecutorMaker> makers;
   if (uses_worker_processes(m.share)) {
-    fleet::WorkerFleetConfig fleet = worker_fleet(config);
     if (m.share == ShareMode::kMps) {
       built.mps = open_mps(m);
-      const int workers = m.executors;
-      fleet.worker_env = [mps = built.mps, workers](int worker) { return mps->worker_env(worker, workers); };
-      // Under MPS a fatal fault in one client faults every client of the GPU's server: restart them together (the
-      // diarizer's workers too when they are clients of the same daemon), and only once it takes clients again.
-      fleet.restart_group_on_fault = true;
-      built.fault_group = std::make_shared<fleet::FaultGroup>([mps = built.mps] { mps->restart(); });
-      fleet.fault_group = built.fault_group;
+      built.fault_groups = mps_fault_groups(spec.devices, built.mps);
       spec.policy.isolate_suspects = true;  // a poison request's fault faults its neighbours too
       spec.resources = built.mps;  // the daemon outlives the workers it serves
     }
-    spec.executors = [fleet, name = spec.info.name, version = spec.info.version](prometheus::Registry& registry) {
-      return fleet::worker_executors(fleet,
-                                     std::make_unique<fleet::FleetMetrics>(registry, name, version, fleet.workers));
-    };
+    for (size_t g = 0; g < spec.devices.size(); ++g) {
+      const DeviceGroup& group = spec.devices[g];
+      fleet::WorkerFleetConfig fleet = worker_fleet(config);
+      fleet.command.device = group.device;
+      if (m.share == ShareMode::kMps) {
+        const int workers = m.executors;
+        fleet.worker_env = [mps = built.mps, workers, gpu = group.device.index](int worker) {
+          return mps->worker_env(worker, workers, gpu);
+        };
+        // Under MPS a fatal fault in one client faults every client of its GPU, whichever model it serves: restart
+        // them together (the diarizer's workers too), and only once the GPU takes clients again.
+        fleet.restart_group_on_fault = true;
+        fleet.fault_group = built.fault_groups[g];
+      }
+      makers.push_back([fleet, name = spec.info.name, version = spec.info.version,
+                        device = group.name](prometheus::Registry& registry) {
+        return fleet::worker_executors(
+            fleet, std::make_unique<fleet::FleetMetrics>(registry, name, version, fleet.workers, device));
+      });
+    }
+    spec.executors = grouped(spec.devices, std::move(makers));
     return built;
   }
-  asr::ModelOverrides overrides;
-  overrides.device = m.parsed_device();
-  overrides.dtype = m.compute_dtype();
-  std::shared_ptr<const asr::AsrModel> model = asr::AsrModel::load(m.dir, overrides);
-  if (m.share == ShareMode::kGreen) built.green = std::make_shared<steno::cuda::GreenPartition>(model->device().index);
-  const RunnerFactory runners =
-      m.share == ShareMode::kGreen
-          ? green_transcriber_runners(model, m.green_sms, {m.executors, built.green})
-          : transcriber_runners(model, threads_per_executor(m.executors, m.threads_per_executor),
-                                ops::parse_gemm_backend(m.gemm), LongForm{m.long_audio_seconds, m.long_attention});
-  spec.executors = [runners, n = m.executors](prometheus::Registry&) { return lane_executors(n, runners); };
+  if (m.share == ShareMode::kGreen) built.green = green_partitions(spec.devices);
+  for (size_t g = 0; g < spec.devices.size(); ++g) {
+    const Device device = spec.devices[g].device;
+    asr::ModelOverrides overrides;
+    overrides.device = device;
+    overrides.dtype = m.compute_dtype();
+    std::shared_ptr<const asr::AsrModel> model = asr::AsrModel::load(m.dir, overrides);
+    const RunnerFactory runners =
+        m.share == ShareMode::kGreen
+            ? green_transcriber_runners(model, m.green_sms, {m.executors, built.green[g]})
+            : transcriber_runners(model, threads_per_executor(m.executors, m.threads_per_executor),
+                                  ops::parse_gemm_backend(m.gemm), LongForm{m.long_audio_seconds, m.long_attention});
+    makers.push_back([runners, n = m.executors, device, fault = on_device_fault(spec.devices)](prometheus::Registry&) {
+      return lane_executors(n, runners, device, fault);
+    });
+  }
+  spec.executors = grouped(spec.devices, std::move(makers));
   return built;
 }
 
@@ -131,46 +207,68 @@ ModelSpec build_diarizer(const ServeConfig& config, const BuiltModel& asr) {
   ModelConfig named;
   named.dir = d.dir;
   ModelSpec spec;
+  spec.devices = device_groups(m.parsed_devices());  // the transcription model's (its spec may have been moved)
   spec.info.name = served_name(named);
   spec.info.aliases = {"diarizer"};
   spec.info.task = "diarization";
   spec.info.platform = "steno_sortformer";
   spec.info.on_gpu = !m.parsed_device().is_cpu();
-  spec.info.device = m.parsed_device().str();
+  spec.info.device = device_list(spec.devices);
   spec.info.share = share_mode_name(d.share);
   spec.info.max_audio_seconds = m.max_audio_seconds;
   spec.batcher.max_batch_size = d.max_batch;
   spec.batcher.max_queue_delay = std::chrono::microseconds(static_cast<int64_t>(m.max_queue_delay_ms * 1000.0));
   spec.batcher.max_queue_size = static_cast<size_t>(m.max_queue_size);
   const LongForm long_form{m.long_audio_seconds, m.long_attention};
+  std::vector<ExecutorMaker> makers;
   if (uses_worker_processes(d.share)) {  // `steno worker` processes loading the diarizer (worker.cc)
-    fleet::WorkerFleetConfig fleet = worker_fleet(config);
-    fleet.workers = d.lanes;
-    fleet.command.model_dir = d.dir;
-    fleet.command.threads = threads_per_executor(d.lanes, m.threads_per_executor);
-    fleet.share_weights = false;
+    std::shared_ptr<fleet::MpsDaemon> mps;
+    std::vector<std::shared_ptr<fleet::FaultGroup>> fault_groups;
     if (d.share == ShareMode::kMps) {  // the case study's recipe: 8 clients at 12 % each
-      std::shared_ptr<fleet::MpsDaemon> mps = asr.mps ? asr.mps : open_mps(m);
-      fleet.worker_env = [mps, workers = d.lanes](int worker) { return mps->worker_env(worker, workers); };
-      fleet.restart_group_on_fault = true;
-      fleet.fault_group =
-          asr.fault_group ? asr.fault_group : std::make_shared<fleet::FaultGroup>([mps] { mps->restart(); });
+      mps = asr.mps ? asr.mps : open_mps(m);
+      fault_groups = asr.mps ? asr.fault_groups : mps_fault_groups(spec.devices, mps);
       spec.policy.isolate_suspects = true;
       spec.resources = mps;
     }
-    spec.executors = [fleet, name = spec.info.name, version = spec.info.version](prometheus::Registry& registry) {
-      return fleet::worker_executors(fleet,
-                                     std::make_unique<fleet::FleetMetrics>(registry, name, version, fleet.workers));
-    };
+    for (size_t g = 0; g < spec.devices.size(); ++g) {
+      const DeviceGroup& group = spec.devices[g];
+      fleet::WorkerFleetConfig fleet = worker_fleet(config);
+      fleet.workers = d.lanes;
+      fleet.command.model_dir = d.dir;
+      fleet.command.device = group.device;
+      fleet.command.threads = threads_per_executor(d.lanes, m.threads_per_executor);
+      fleet.share_weights = false;
+      if (d.share == ShareMode::kMps) {
+        fleet.worker_env = [mps, workers = d.lanes, gpu = group.device.index](int worker) {
+          return mps->worker_env(worker, workers, gpu);
+        };
+        fleet.restart_group_on_fault = true;
+        fleet.fault_group = fault_groups[g];
+      }
+      makers.push_back([fleet, name = spec.info.name, version = spec.info.version,
+                        device = group.name](prometheus::Registry& registry) {
+        return fleet::worker_executors(
+            fleet, std::make_unique<fleet::FleetMetrics>(registry, name, version, fleet.workers, device));
+      });
+    }
+    spec.executors = grouped(spec.devices, std::move(makers));
     return spec;
   }
-  auto model = diar::SortformerModel::load(d.dir, {m.parsed_device(), m.compute_dtype()});
-  const RunnerFactory runners =
-      d.share == ShareMode::kGreen
-          ? green_diarizer_runners(std::move(model), d.green_sms, long_form, {d.lanes, asr.green})
-          : diarizer_runners(std::move(model), threads_per_executor(d.lanes, m.threads_per_executor),
-                             ops::parse_gemm_backend(m.gemm), long_form);
-  spec.executors = [runners, n = d.lanes](prometheus::Registry&) { return lane_executors(n, runners); };
+  std::vector<std::shared_ptr<steno::cuda::GreenPartition>> green = asr.green;
+  if (d.share == ShareMode::kGreen && green.empty()) green = green_partitions(spec.devices);
+  for (size_t g = 0; g < spec.devices.size(); ++g) {
+    const Device device = spec.devices[g].device;
+    auto model = diar::SortformerModel::load(d.dir, {device, m.compute_dtype()});
+    const RunnerFactory runners =
+        d.share == ShareMode::kGreen
+            ? green_diarizer_runners(std::move(model), d.green_sms, long_form, {d.lanes, green[g]})
+            : diarizer_runners(std::move(model), threads_per_executor(d.lanes, m.threads_per_executor),
+                               ops::parse_gemm_backend(m.gemm), long_form);
+    makers.push_back([runners, n = d.lanes, device, fault = on_device_fault(spec.devices)](prometheus::Registry&) {
+      return lane_executors(n, runners, device, fault);
+    });
+  }
+  spec.executors = grouped(spec.devices, std::move(makers));
   return spec;
 }
 

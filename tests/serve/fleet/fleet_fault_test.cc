@@ -16,47 +16,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Sent {
-  const Clip* clip;
-  Headers headers;
-};
-
-std::vector<Answer> send_all(const ServeProcess& server, const std::vector<Sent>& sent) {
-  std::vector<std::future<Answer>> futures;
-  for (const Sent& s : sent)
-    futures.push_back(
-        std::async(std::launch::async, [&server, &s] { return transcribe(server.port(), s.clip->path, s.headers); }));
-  std::vector<Answer> answers;
-  for (auto& f : futures) answers.push_back(f.get());
-  return answers;
-}
-
-// Every answer is the clip's transcript, every request id distinct and completed exactly once by the server.
-void expect_served_once(const ServeProcess& server, const std::vector<Sent>& sent, const std::vector<Answer>& answers,
-                        size_t skip = SIZE_MAX) {
-  const std::string log = server.log();
-  std::set<std::string> ids;
-  for (size_t i = 0; i < answers.size(); ++i) {
-    EXPECT_TRUE(ids.insert(answers[i].request_id).second) << "request id " << answers[i].request_id << " twice";
-    EXPECT_EQ(completions_logged(log, answers[i].request_id), 1) << answers[i].request_id;
-    if (i == skip) continue;
-    EXPECT_EQ(answers[i].status, 200) << i << ": " << answers[i].text;
-    EXPECT_EQ(answers[i].text, sent[i].clip->transcript) << i;
-  }
-}
-
-// Waits until the server has logged `n` successful completions.
-bool wait_for_completions(const ServeProcess& server, int n, int timeout_s) {
-  for (int i = 0; i < timeout_s * 100; ++i) {
-    const std::string log = server.log();
-    int ok = 0;
-    for (size_t at = log.find("outcome=ok"); at != std::string::npos; at = log.find("outcome=ok", at + 1)) ++ok;
-    if (ok >= n) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
-
 TEST(FleetFaults, EveryRequestIsAnsweredOnceWhenWorkersAreKilledAndStoppedUnderLoad) {
   const std::vector<Clip>& clips = long_clips();  // the references first: `steno transcribe` takes a while
   ServeProcess server("--share processes --executors 3 --threads-per-lane 1 --max-batch 4 --heartbeat-ms 400");

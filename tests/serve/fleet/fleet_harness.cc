@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
+#include <future>
+#include <set>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -13,6 +16,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "../../cli_util.h"
 #include "steno/audio/decode.h"
@@ -64,7 +69,7 @@ struct ClipDir {
 };
 
 std::vector<Clip> with_references(std::vector<std::string> paths) {
-  std::string cmd = std::string(STENO_BINARY) + " transcribe --format text";
+  std::string cmd = steno_binary() + " transcribe --format text";
   for (const auto& p : paths) cmd += " '" + p + "'";
   int rc = 0;
   const std::string out = run(cmd + " 2>/dev/null", &rc);
@@ -91,7 +96,7 @@ ServeProcess::ServeProcess(const std::string& args) {
   fs::create_directories(dir_);
   // The subshell records the server's pid and, once it exits, its exit status.
   std::string cmd = "(";
-  cmd += STENO_BINARY;
+  cmd += steno_binary();
   cmd += " --log-level info serve --port 0 " + args;
   cmd += " 2>" + (dir_ / "log").string();
   cmd += " & echo $! > " + (dir_ / "pid").string();
@@ -239,5 +244,39 @@ int completions_logged(const std::string& log, const std::string& id) {
 }
 
 bool process_exists(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
+
+std::vector<Answer> send_all(const ServeProcess& server, const std::vector<Sent>& sent) {
+  std::vector<std::future<Answer>> futures;
+  for (const Sent& s : sent)
+    futures.push_back(
+        std::async(std::launch::async, [&server, &s] { return transcribe(server.port(), s.clip->path, s.headers); }));
+  std::vector<Answer> answers;
+  for (auto& f : futures) answers.push_back(f.get());
+  return answers;
+}
+
+void expect_served_once(const ServeProcess& server, const std::vector<Sent>& sent, const std::vector<Answer>& answers,
+                        size_t skip) {
+  const std::string log = server.log();
+  std::set<std::string> ids;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    EXPECT_TRUE(ids.insert(answers[i].request_id).second) << "request id " << answers[i].request_id << " twice";
+    EXPECT_EQ(completions_logged(log, answers[i].request_id), 1) << answers[i].request_id;
+    if (i == skip) continue;
+    EXPECT_EQ(answers[i].status, 200) << i << ": " << answers[i].text;
+    EXPECT_EQ(answers[i].text, sent[i].clip->transcript) << i;
+  }
+}
+
+bool wait_for_completions(const ServeProcess& server, int n, int timeout_s) {
+  for (int i = 0; i < timeout_s * 100; ++i) {
+    const std::string log = server.log();
+    int ok = 0;
+    for (size_t at = log.find("outcome=ok"); at != std::string::npos; at = log.find("outcome=ok", at + 1)) ++ok;
+    if (ok >= n) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
 
 }  // namespace steno::testing

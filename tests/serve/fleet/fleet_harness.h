@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -64,5 +65,19 @@ Answer transcribe(uint16_t port, const std::string& clip_path, const Headers& ex
 int completions_logged(const std::string& log, const std::string& id);
 
 bool process_exists(pid_t pid);
+
+// A request a test sends: the clip and its extra headers.
+struct Sent {
+  const Clip* clip;
+  Headers headers;
+};
+// Sends them all at once, one connection each; the answers in order.
+std::vector<Answer> send_all(const ServeProcess& server, const std::vector<Sent>& sent);
+// Every answer is the clip's transcript (but the one at `skip`), every request id distinct and completed exactly
+// once by the server (its completion log lines).
+void expect_served_once(const ServeProcess& server, const std::vector<Sent>& sent, const std::vector<Answer>& answers,
+                        size_t skip = SIZE_MAX);
+// Waits until the server has logged `n` successful completions; false after `timeout_s`.
+bool wait_for_completions(const ServeProcess& server, int n, int timeout_s);
 
 }  // namespace steno::testing

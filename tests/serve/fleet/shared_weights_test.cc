@@ -16,6 +16,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "../../cli_util.h"
 #include "../metrics_text.h"
 #include "steno/audio/decode.h"
 #include "steno/core/cuda.h"
@@ -27,17 +28,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using steno::testing::steno_binary;
 
 constexpr const char* kModelName = "steno-tdt-small-en";
 
-// The `steno` binary the workers run: $STENO_BINARY, else the one beside this test (the GPU package puts every
-// program in one directory), else the one of this build tree.
-std::string steno_binary() {
-  if (const char* env = std::getenv("STENO_BINARY"); env && *env) return env;
-  const fs::path beside = fs::read_symlink("/proc/self/exe").parent_path() / "steno";
-  if (fs::exists(beside)) return beside.string();
-  return STENO_BINARY;
-}
 
 struct Clip {
   std::vector<float> pcm;
