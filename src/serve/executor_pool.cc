@@ -147,6 +147,7 @@ void ExecutorPool::thread_main(Slot& s) {
   } catch (const std::exception& e) {
     error = e.what();
   }
+  if (!error) count_up(s, true);  // before the pool's constructor returns: a started server is ready
   {
     std::unique_lock lock(start_mu_);
     s.start_error = error;
@@ -163,6 +164,15 @@ void ExecutorPool::count_up(Slot& s, bool up) {
   if (up == s.counted_up) return;
   s.counted_up = up;
   if (stats_) stats_->device_executors_up(s.exec->device_group(), up ? 1 : -1);
+  std::lock_guard lock(up_mu_);
+  const int now_up = up_count_ += up ? 1 : -1;
+  if (now_up == 0) none_up_since_ = Clock::now();
+}
+
+std::optional<Clock::duration> ExecutorPool::none_up_for() const {
+  std::lock_guard lock(up_mu_);
+  if (up_count_ > 0) return std::nullopt;
+  return Clock::now() - none_up_since_;
 }
 
 void ExecutorPool::lost(Slot& s, Loss loss) {

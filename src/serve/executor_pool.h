@@ -62,6 +62,9 @@ class ExecutorPool {
   int size() const { return static_cast<int>(slots_.size()); }
   // The largest batch executor `i` asks for now: the model's max_batch_size until it runs out of memory.
   int batch_cap(int i) const;
+  // Executors up now, and how long none has been (nullopt while one is up): what the health probes read.
+  int executors_up() const { return up_count_.load(); }
+  std::optional<Clock::duration> none_up_for() const;
 
  private:
   struct Slot;
@@ -89,6 +92,9 @@ class ExecutorPool {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::unique_ptr<RunGate> gate_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> up_count_{0};
+  mutable std::mutex up_mu_;
+  Clock::time_point none_up_since_ = Clock::now();  // while up_count_ is 0
   std::mutex join_mu_;
 
   // Start-up: each thread reports its executor's first start, then waits for the verdict on all of them.

@@ -147,6 +147,20 @@ InferenceCore::InferenceCore(std::vector<ModelSpec> models, CoreConfig config)
   accepting_ = true;
 }
 
+bool InferenceCore::ready() const {
+  if (!accepting_) return false;
+  for (const auto& m : registry_.all())
+    if (m->pool && m->pool->executors_up() == 0) return false;
+  return true;
+}
+
+bool InferenceCore::live() const {
+  for (const auto& m : registry_.all())
+    if (m->pool)
+      if (const auto none = m->pool->none_up_for(); none && *none > config_.no_executor_grace) return false;
+  return true;
+}
+
 InferenceCore::~InferenceCore() { drain(); }
 
 void InferenceCore::submit(Submission s, AnswerFn answer) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -63,6 +64,10 @@ struct CoreConfig {
   std::shared_ptr<const vad::SpeechDetector> vad;
   vad::VadMode vad_mode = vad::VadMode::kOff;
   std::shared_ptr<prometheus::Registry> registry;  // null: a registry of the core's own
+  // How long a model may go without an executor up before the core says it is not live (live()): longer than the
+  // executors' restart backoff (5 s) and a worker's model load, short enough that a GPU which faulted for good
+  // gets the process restarted within a minute of probes.
+  std::chrono::milliseconds no_executor_grace{30'000};
 };
 
 class InferenceCore final : public TranscriptionService {
@@ -75,7 +80,8 @@ class InferenceCore final : public TranscriptionService {
 
   void submit(Submission submission, AnswerFn answer) override;
   std::vector<ModelInfo> models() const override { return registry_.infos(); }
-  bool ready() const override { return accepting_; }
+  bool ready() const override;
+  bool live() const override;
   void drain() override;
   std::vector<ModelStatsSnapshot> statistics(const std::vector<std::string>& models) const override;
   std::string render_metrics() const override { return stats_.render(); }

@@ -342,6 +342,71 @@ TEST(InferenceCoreFailures, AnEngineErrorFailsEveryRequestOfItsBatchOnce) {
   EXPECT_EQ(metric_value(text, "nv_inference_exec_count", {{"model", "stub"}}), 0.0);
 }
 
+// Loses its first batch and then cannot start again until healed: a GPU that faulted for good, in the small.
+class BrokenAfterFirstBatch final : public Executor {
+ public:
+  explicit BrokenAfterFirstBatch(std::atomic<bool>& healed) : healed_(healed) {}
+  const std::string& name() const override { return name_; }
+  std::optional<std::string> start() override {
+    if (broken_ && !healed_) return std::string("its device faulted");
+    up_ = true;
+    return std::nullopt;
+  }
+  bool up() const override { return up_; }
+  BatchRun run(const Batch& batch) override {
+    if (!broken_) {
+      broken_ = true;
+      up_ = false;
+      return BatchRun::lost(Loss::kFault, "crashed", "its device faulted");
+    }
+    return BatchRun::done(std::vector<asr::Transcript>(batch.requests.size()), {});
+  }
+  void stop() override {}
+
+ private:
+  std::string name_ = "broken 0";
+  std::atomic<bool>& healed_;
+  bool broken_ = false, up_ = false;
+};
+
+TEST(InferenceCoreHealth, AModelWithNoExecutorUpIsNotReadyAndAfterTheGraceNotLive) {
+  spdlog::set_level(spdlog::level::off);  // the failed starts' error lines are expected
+  std::atomic<bool> healed{false};
+  ModelSpec spec = lane_model("stub", 1, nullptr);
+  spec.batcher.max_queue_delay = 0us;
+  spec.policy.restart.backoff_initial = 1ms;
+  spec.policy.restart.backoff_max = 5ms;
+  spec.executors = [&healed](prometheus::Registry&) {
+    std::vector<std::unique_ptr<Executor>> out;
+    out.push_back(std::make_unique<BrokenAfterFirstBatch>(healed));
+    return out;
+  };
+  CoreConfig config;
+  config.no_executor_grace = 300ms;
+  InferenceCore core({spec}, config);
+  EXPECT_TRUE(core.ready());
+  EXPECT_TRUE(core.live());
+
+  Responses responses(1);
+  core.submit(stub_submission(0), responses.done_for(0));
+  const auto not_ready_by = std::chrono::steady_clock::now() + 10s;
+  while (core.ready() && std::chrono::steady_clock::now() < not_ready_by) std::this_thread::sleep_for(1ms);
+  EXPECT_FALSE(core.ready());  // its only executor is down: route elsewhere
+  EXPECT_TRUE(core.live());    // within the grace
+  std::this_thread::sleep_for(400ms);
+  EXPECT_FALSE(core.ready());
+  EXPECT_FALSE(core.live());  // down past the grace: restart the process
+  EXPECT_EQ(responses.calls(0), 0);  // the replayed request waits, never lost
+
+  healed = true;  // it starts again, runs the request, and the model is healthy
+  ASSERT_TRUE(responses.wait_all(30s));
+  EXPECT_EQ(responses.at(0).outcome, Outcome::kOk) << responses.at(0).message;
+  EXPECT_TRUE(core.ready());
+  EXPECT_TRUE(core.live());
+  core.drain();
+  spdlog::set_level(spdlog::level::info);
+}
+
 TEST(InferenceCoreFailures, ALaneThatCannotStartFailsTheStartWithItsReason) {
   // As a worker process that cannot load its model: the server does not start serving with an executor short.
   std::atomic<int> made{0};

@@ -222,7 +222,11 @@ class TranscriptionService {
   virtual void submit(Submission submission, AnswerFn answer) = 0;
   // The served models; the first is the default.
   virtual std::vector<ModelInfo> models() const = 0;
+  // Ready: taking requests, and every model has an executor up to run them (an orchestrator routes to it).
   virtual bool ready() const = 0;
+  // Live: no model has been without an executor for longer than the service allows (its devices faulted for
+  // good, its workers cannot start): an orchestrator then restarts the process. A service that cannot tell is.
+  virtual bool live() const { return true; }
   // Stops taking requests, finishes what is queued and running, then returns.
   virtual void drain() = 0;
   // Statistics of the named (served) models, in order.

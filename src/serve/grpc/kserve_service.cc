@@ -41,7 +41,7 @@ std::variant<ModelInfo, Status> KServeService::find_model(const std::string& nam
 ::grpc::ServerUnaryReactor* KServeService::ServerLive(::grpc::CallbackServerContext* call,
                                                       const inference::ServerLiveRequest*,
                                                       inference::ServerLiveResponse* response) {
-  response->set_live(true);
+  response->set_live(ctx_->service.live());
   return finish(call, Status::OK);
 }
 

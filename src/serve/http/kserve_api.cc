@@ -177,8 +177,10 @@ std::optional<HttpResponse> refuse_long_raw_audio(const ApiContext& ctx, const H
 
 void add_kserve_routes(Router& router, const std::shared_ptr<ApiContext>& ctx) {
   const RouteOptions probe{.public_route = true};
-  router.add("GET", "/v2/health/live", [](HttpRequest&, Responder respond) { respond(HttpResponse::empty(200)); },
-             probe);
+  router.add(
+      "GET", "/v2/health/live",
+      [ctx](HttpRequest&, Responder respond) { respond(HttpResponse::empty(ctx->service.live() ? 200 : 400)); },
+      probe);
   router.add(
       "GET", "/v2/health/ready",
       [ctx](HttpRequest&, Responder respond) { respond(HttpResponse::empty(ctx->service.ready() ? 200 : 400)); },
