@@ -362,6 +362,30 @@ void features(benchmark::State& state, BatchShape shape) {
                                      : " (CPU, " + std::to_string(e.host.num_threads()) + " threads)"));
 }
 
+// The front end right after other work on the same context, timed alone (counter features_ms): after the
+// encoder, and after a whole transcription of the batch (as in end_to_end, whose features stage measured ~5 ms
+// more than `features/` at 32 x 45 s on the H200): what that work leaves behind -- the pool's blocks, queued
+// work, the GPU's state -- and costs the next batch's front end.
+void features_after(benchmark::State& state, BatchShape shape, bool whole_transcription) {
+  Engine& e = engine();
+  Prepared& p = prepared(shape);
+  double front_end_s = 0;
+  for (auto _ : state) {
+    if (whole_transcription) {
+      benchmark::DoNotOptimize(e.transcriber->transcribe(p.clips));
+    } else {
+      asr::EncoderOutput out = e.model->encoder().forward(e.ctx, p.device_features, p.features.lengths);
+      e.ctx.synchronize();
+    }
+    const auto start = Clock::now();
+    benchmark::DoNotOptimize(compute_features(e, p.clips));
+    e.ctx.synchronize();
+    front_end_s += seconds_since(start);
+  }
+  state.counters["features_ms"] = front_end_s * 1e3 / static_cast<double>(state.iterations());
+  state.SetLabel(label(shape));
+}
+
 // The front end's audio transfer alone, both ways: straight from the clips' pageable memory (CUDA stages it
 // itself, one clip after another) and packed into pinned memory by several threads (asr::upload_clips, what the
 // front end does).
@@ -540,6 +564,8 @@ void register_benchmarks() {
     add("upload/pageable/" + s.name(), upload, s, false);
     add("upload/staged/" + s.name(), upload, s, true);
     add("features/" + s.name(), features, s);
+    add("features_after/encoder/" + s.name(), features_after, s, false);
+    add("features_after/transcription/" + s.name(), features_after, s, true);
     add("encoder/" + s.name(), encoder, s);
     add("encoder_ops/" + s.name(), encoder_ops, s)->Iterations(3)->Repetitions(1);
     for (asr::TdtLoop loop : {asr::TdtLoop::kPersistent, asr::TdtLoop::kGraphWhile, asr::TdtLoop::kGraphUnrolled,

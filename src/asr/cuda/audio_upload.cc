@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "steno/core/cuda.h"
+#include "check_cuda.h"
+#include "steno/core/error.h"
 #include "steno/core/tensor.h"
 
 namespace steno::asr {
@@ -29,52 +32,105 @@ void pack_range(const std::vector<std::span<const float>>& clips, const std::vec
   }
 }
 
-}  // namespace
+// Packs the clips into pinned memory with up to kMaxThreads threads while this thread calls send(i) for each 4 MiB
+// chunk i, in order, as soon as it is packed. Returns the staging block, which must outlive the DMAs.
+Tensor pack_and_send(const std::vector<std::span<const float>>& clips, const std::vector<int64_t>& starts,
+                     int64_t total, const std::function<void(const float* host, int64_t chunk)>& send) {
+  Tensor staging = Tensor::empty({total}, DType::kF32, Device::cpu(), &steno::cuda::default_pinned_allocator());
+  float* host = staging.data<float>();
+  const int64_t chunks = (total + kChunkFloats - 1) / kChunkFloats;
+  const int threads = static_cast<int>(std::min<int64_t>(kMaxThreads, chunks));
+  if (threads <= 1) {
+    pack_range(clips, starts, 0, total, host);
+    for (int64_t i = 0; i < chunks; ++i) send(host, i);
+    return staging;
+  }
+  // Thread t packs chunks t, t + threads, ...; this thread sends each chunk, in order, once it is packed.
+  std::mutex mu;
+  std::condition_variable packed_cv;
+  std::vector<char> packed(static_cast<size_t>(chunks), 0);
+  std::vector<std::jthread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      for (int64_t i = t; i < chunks; i += threads) {
+        pack_range(clips, starts, i * kChunkFloats, std::min(total, (i + 1) * kChunkFloats), host);
+        std::lock_guard lock(mu);
+        packed[static_cast<size_t>(i)] = 1;
+        packed_cv.notify_all();
+      }
+    });
+  for (int64_t i = 0; i < chunks; ++i) {
+    {
+      std::unique_lock lock(mu);
+      packed_cv.wait(lock, [&] { return packed[static_cast<size_t>(i)] != 0; });
+    }
+    send(host, i);
+  }
+  return staging;
+}
 
-void upload_clips(ops::Context& ctx, const std::vector<std::span<const float>>& clips, float* device_dst) {
-  std::vector<int64_t> starts;
+// Where each clip starts in the packed audio; the total.
+int64_t clip_starts(const std::vector<std::span<const float>>& clips, std::vector<int64_t>& starts) {
   int64_t total = 0;
   for (const auto& c : clips) {
     starts.push_back(total);
     total += static_cast<int64_t>(c.size());
   }
+  return total;
+}
+
+}  // namespace
+
+void upload_clips(ops::Context& ctx, const std::vector<std::span<const float>>& clips, float* device_dst) {
+  std::vector<int64_t> starts;
+  const int64_t total = clip_starts(clips, starts);
   if (total == 0) return;
-  Tensor staging = Tensor::empty({total}, DType::kF32, Device::cpu(), &steno::cuda::default_pinned_allocator());
-  float* host = staging.data<float>();
-  const int64_t chunks = (total + kChunkFloats - 1) / kChunkFloats;
-  auto send = [&](int64_t i) {
+  const Tensor staging = pack_and_send(clips, starts, total, [&](const float* host, int64_t i) {
     const int64_t lo = i * kChunkFloats, hi = std::min(total, lo + kChunkFloats);
     steno::cuda::memcpy_async(device_dst + lo, host + lo, (hi - lo) * sizeof(float), ctx.stream());
-  };
-  const int threads = static_cast<int>(std::min<int64_t>(kMaxThreads, chunks));
-  if (threads <= 1) {
-    pack_range(clips, starts, 0, total, host);
-    send(0);
-  } else {
-    // Thread t packs chunks t, t + threads, ...; this thread queues each chunk's DMA, in order, once it is packed.
-    std::mutex mu;
-    std::condition_variable packed_cv;
-    std::vector<char> packed(static_cast<size_t>(chunks), 0);
-    std::vector<std::jthread> workers;
-    for (int t = 0; t < threads; ++t)
-      workers.emplace_back([&, t] {
-        for (int64_t i = t; i < chunks; i += threads) {
-          pack_range(clips, starts, i * kChunkFloats, std::min(total, (i + 1) * kChunkFloats), host);
-          std::lock_guard lock(mu);
-          packed[static_cast<size_t>(i)] = 1;
-          packed_cv.notify_all();
-        }
-      });
-    for (int64_t i = 0; i < chunks; ++i) {
-      {
-        std::unique_lock lock(mu);
-        packed_cv.wait(lock, [&] { return packed[static_cast<size_t>(i)] != 0; });
-      }
-      send(i);
-    }
-  }
+  });
   // The staging block returns to the pinned cache when `staging` goes: the DMAs must have read it by then.
   ctx.synchronize();
+}
+
+void upload_clips_in_pieces(ops::Context& ctx, const std::vector<std::span<const float>>& clips, float* device_dst,
+                            const std::vector<size_t>& cuts, const std::function<void(size_t piece)>& arrived) {
+  STENO_CHECK(!cuts.empty() && cuts.back() == clips.size(), "upload pieces: the last cut must be the clip count");
+  std::vector<int64_t> starts;
+  const int64_t total = clip_starts(clips, starts);
+  const steno::cuda::Stream copies(ctx.device().index);
+  const auto copy_stream = static_cast<cudaStream_t>(copies.handle());
+  const auto compute = static_cast<cudaStream_t>(ctx.stream().handle());
+  std::vector<cudaEvent_t> events(cuts.size(), nullptr);
+  size_t next = 0;  // the next piece to hand over
+  // Piece k has arrived once the chunks up to its last sample are queued on the copy stream.
+  auto hand_over = [&](int64_t sent_up_to) {
+    for (; next < cuts.size(); ++next) {
+      const int64_t end = cuts[next] == clips.size() ? total : starts[cuts[next]];
+      if (end > sent_up_to) return;
+      check_cuda(cudaEventCreateWithFlags(&events[next], cudaEventDisableTiming), "upload: an event");
+      check_cuda(cudaEventRecord(events[next], copy_stream), "upload: recording a piece");
+      check_cuda(cudaStreamWaitEvent(compute, events[next], 0), "upload: waiting for a piece");
+      arrived(next);
+    }
+  };
+  Tensor staging;
+  try {
+    if (total > 0)
+      staging = pack_and_send(clips, starts, total, [&](const float* host, int64_t i) {
+        const int64_t lo = i * kChunkFloats, hi = std::min(total, lo + kChunkFloats);
+        steno::cuda::memcpy_async(device_dst + lo, host + lo, (hi - lo) * sizeof(float), copies);
+        hand_over(hi);
+      });
+    hand_over(total);
+  } catch (...) {
+    copies.synchronize();  // the staging block must outlive the DMAs queued before the error
+    for (cudaEvent_t e : events)
+      if (e) cudaEventDestroy(e);
+    throw;
+  }
+  copies.synchronize();  // as upload_clips: the staging block is freed after its DMAs
+  for (cudaEvent_t e : events) cudaEventDestroy(e);  // released once the waits on them are done
 }
 
 }  // namespace steno::asr

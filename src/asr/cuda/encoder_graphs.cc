@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "check_cuda.h"
 #include "lengths_graph.h"  // src/ops/cuda
 #include "steno/core/cuda.h"
 #include "steno/core/error.h"
@@ -13,16 +14,6 @@
 #include "steno/ops/copy.h"
 
 namespace steno::asr {
-namespace {
-
-void check_cuda(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    fail(ErrorCode::kInternal, "{}: {}", what, cudaGetErrorString(err));
-  }
-}
-
-}  // namespace
 
 EncoderGraphOptions default_encoder_graph_options() {
   EncoderGraphOptions o;

@@ -104,21 +104,35 @@ TEST_P(CudaFeaturesTest, MixedLengthBatchMatchesTheCpu) {
   expect_same_features(cpu, with_short);
 }
 
-// Over 4 MiB of audio the upload packs it in chunks on several threads (audio_upload.cc): 24 clips, 26 MB, chunk
+// 24 clips of the test set's speech repeated to `shortest` + 0..13 s: lengths that are not multiples of a chunk.
+std::vector<std::vector<float>> long_speech(int shortest) {
+  const auto pcm = test_clips(8);
+  std::vector<std::vector<float>> out;
+  for (int i = 0; i < 24; ++i) {
+    std::vector<float> c;
+    const auto& speech = pcm[static_cast<size_t>(i % 8)];
+    while (c.size() < static_cast<size_t>(16000 * (shortest + i % 14))) c.insert(c.end(), speech.begin(), speech.end());
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// Over 4 MiB of audio the upload packs it in chunks on several threads (audio_upload.cc): 24 clips, 32 MB, chunk
 // boundaries falling inside clips, every clip's features checked against the CPU's.
 TEST_P(CudaFeaturesTest, ALargeBatchUploadedInChunksMatchesTheCpu) {
   const auto [n_mels, version] = GetParam();
   const FeatureExtractor cpu(config(n_mels, version), Tensor(), Tensor());
-  const auto pcm = test_clips(8);
-  std::vector<std::vector<float>> long_clips;
-  for (int i = 0; i < 24; ++i) {  // speech repeated to 14-27 s: lengths that are not multiples of a chunk
-    std::vector<float> c;
-    const auto& speech = pcm[static_cast<size_t>(i % 8)];
-    while (c.size() < static_cast<size_t>(16000 * (14 + i % 14))) c.insert(c.end(), speech.begin(), speech.end());
-    long_clips.push_back(std::move(c));
-  }
-  std::vector<std::span<const float>> clips(long_clips.begin(), long_clips.end());
-  expect_same_features(cpu, clips);
+  const auto pcm = long_speech(14);
+  expect_same_features(cpu, std::vector<std::span<const float>>(pcm.begin(), pcm.end()));
+}
+
+// Over 8 Mi samples the upload goes in pieces on a stream of its own and each piece's kernels run as it arrives
+// (upload_clips_in_pieces): 24 clips of 30-43 s, 57 MB, three pieces.
+TEST_P(CudaFeaturesTest, ABatchUploadedInPiecesMatchesTheCpu) {
+  const auto [n_mels, version] = GetParam();
+  const FeatureExtractor cpu(config(n_mels, version), Tensor(), Tensor());
+  const auto pcm = long_speech(30);
+  expect_same_features(cpu, std::vector<std::span<const float>>(pcm.begin(), pcm.end()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, CudaFeaturesTest,
