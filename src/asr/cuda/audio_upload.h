@@ -1,7 +1,7 @@
 // Host audio to the device for the CUDA front ends. Copying from pageable memory is the front end's largest cost
 // at large batches (32 x 45 s is 92 MB: about 10 ms through CUDA's own staging, measured on an H200), so the
-// clips are packed into pinned memory by several threads, each of which queues the DMA of its part as soon as it
-// is packed. Not built without CUDA.
+// clips are packed into pinned memory by an OpenMP team while the calling thread queues the DMA of each part as
+// soon as it is packed. Not built without CUDA.
 #pragma once
 
 #include <functional>
