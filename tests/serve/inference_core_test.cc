@@ -382,7 +382,7 @@ TEST(InferenceCoreHealth, AModelWithNoExecutorUpIsNotReadyAndAfterTheGraceNotLiv
     return out;
   };
   CoreConfig config;
-  config.no_executor_grace = 300ms;
+  config.no_executor_grace = 1s;  // long enough that a loaded machine checks live() within it
   InferenceCore core({spec}, config);
   EXPECT_TRUE(core.ready());
   EXPECT_TRUE(core.live());
@@ -393,7 +393,7 @@ TEST(InferenceCoreHealth, AModelWithNoExecutorUpIsNotReadyAndAfterTheGraceNotLiv
   while (core.ready() && std::chrono::steady_clock::now() < not_ready_by) std::this_thread::sleep_for(1ms);
   EXPECT_FALSE(core.ready());  // its only executor is down: route elsewhere
   EXPECT_TRUE(core.live());    // within the grace
-  std::this_thread::sleep_for(400ms);
+  std::this_thread::sleep_for(1200ms);
   EXPECT_FALSE(core.ready());
   EXPECT_FALSE(core.live());  // down past the grace: restart the process
   EXPECT_EQ(responses.calls(0), 0);  // the replayed request waits, never lost
