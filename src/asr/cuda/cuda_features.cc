@@ -20,11 +20,10 @@ cudaStream_t stream_of(const ops::Context& ctx) { return static_cast<cudaStream_
 constexpr int64_t kPieceSamples = int64_t{4} << 20;
 constexpr size_t kMaxPieces = 4;
 
-// Where the batch is cut into pieces whose upload overlaps the kernels of the ones before: about equal shares of
-// the samples, at clip boundaries, at most kMaxPieces; one piece when `overlap` is off or the batch is small.
-std::vector<size_t> upload_pieces(const std::vector<std::span<const float>>& clips, bool overlap) {
-  int64_t total = 0;
-  for (const auto& c : clips) total += static_cast<int64_t>(c.size());
+// Where the batch (`total` samples) is cut into pieces whose upload overlaps the kernels of the ones before: about
+// equal shares of the samples, at clip boundaries, at most kMaxPieces; one piece when `overlap` is off or the
+// batch is small.
+std::vector<size_t> upload_pieces(const std::vector<std::span<const float>>& clips, int64_t total, bool overlap) {
   const auto pieces = static_cast<size_t>(std::clamp<int64_t>(total / kPieceSamples, 1, kMaxPieces));
   std::vector<size_t> cuts;
   if (overlap && pieces > 1) {
@@ -128,7 +127,7 @@ Features CudaFeatureExtractor::compute(ops::Context& ctx, const std::vector<std:
     Tensor piece_mel = mel.narrow0(r0, r1);
     ops::gemm(ctx, power.narrow0(r0, r1), false, filterbank_t_, false, piece_mel);
   };
-  const std::vector<size_t> cuts = upload_pieces(clips, overlap_upload_);
+  const std::vector<size_t> cuts = upload_pieces(clips, total, overlap_upload_);
   if (cuts.size() == 1) {  // one piece: everything on ctx's stream, the kernels after the whole upload
     upload_clips(ctx, clips, audio.data<float>());
     features_of(0, batch);

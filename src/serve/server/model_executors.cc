@@ -113,6 +113,34 @@ OnDeviceFault on_device_fault(const std::vector<DeviceGroup>& groups) {
   return groups.size() > 1 ? OnDeviceFault::kTakeOut : OnDeviceFault::kFailBatches;
 }
 
+// The executors of one device group's worker processes: `fleet` (the model's settings) on the group's device, under
+// `mps` (null: none) as clients faulting with `fault_group`; the fleet's series labelled with the group.
+ExecutorMaker worker_maker(fleet::WorkerFleetConfig fleet, const ModelInfo& info, const DeviceGroup& group,
+                           const std::shared_ptr<fleet::MpsDaemon>& mps,
+                           const std::shared_ptr<fleet::FaultGroup>& fault_group) {
+  fleet.command.device = group.device;
+  if (mps) {
+    fleet.worker_env = [mps, workers = fleet.workers, gpu = group.device.index](int worker) {
+      return mps->worker_env(worker, workers, gpu);
+    };
+    // Under MPS a fatal fault in one client faults every client of its GPU, whichever model it serves: restart
+    // them together (the other model's workers too), and only once the GPU takes clients again.
+    fleet.restart_group_on_fault = true;
+    fleet.fault_group = fault_group;
+  }
+  return [fleet, name = info.name, version = info.version, device = group.name](prometheus::Registry& registry) {
+    return fleet::worker_executors(
+        fleet, std::make_unique<fleet::FleetMetrics>(registry, name, version, fleet.workers, device));
+  };
+}
+
+// `n` lanes of one device group over `runners`.
+ExecutorMaker lane_maker(RunnerFactory runners, int n, Device device, OnDeviceFault fault) {
+  return [runners = std::move(runners), n, device, fault](prometheus::Registry&) {
+    return lane_executors(n, runners, device, fault);
+  };
+}
+
 std::string device_list(const std::vector<DeviceGroup>& groups) {
   std::vector<std::string> names;
   for (const DeviceGroup& g : groups) names.push_back(g.device.str());
@@ -134,7 +162,8 @@ BuiltModel build_model(const ServeConfig& config) {
   require_cuda_for_share(m);
   BuiltModel built;
   ModelSpec& spec = built.spec;
-  spec.devices = device_groups(m.parsed_devices());
+  built.devices = device_groups(m.parsed_devices());
+  spec.devices = built.devices;
   spec.info.name = served_name(m);
   spec.info.aliases = m.aliases;
   spec.info.platform = kKServePlatform;
@@ -157,26 +186,9 @@ BuiltModel build_model(const ServeConfig& config) {
       spec.policy.isolate_suspects = true;  // a poison request's fault faults its neighbours too
       spec.resources = built.mps;  // the daemon outlives the workers it serves
     }
-    for (size_t g = 0; g < spec.devices.size(); ++g) {
-      const DeviceGroup& group = spec.devices[g];
-      fleet::WorkerFleetConfig fleet = worker_fleet(config);
-      fleet.command.device = group.device;
-      if (m.share == ShareMode::kMps) {
-        const int workers = m.executors;
-        fleet.worker_env = [mps = built.mps, workers, gpu = group.device.index](int worker) {
-          return mps->worker_env(worker, workers, gpu);
-        };
-        // Under MPS a fatal fault in one client faults every client of its GPU, whichever model it serves: restart
-        // them together (the diarizer's workers too), and only once the GPU takes clients again.
-        fleet.restart_group_on_fault = true;
-        fleet.fault_group = built.fault_groups[g];
-      }
-      makers.push_back([fleet, name = spec.info.name, version = spec.info.version,
-                        device = group.name](prometheus::Registry& registry) {
-        return fleet::worker_executors(
-            fleet, std::make_unique<fleet::FleetMetrics>(registry, name, version, fleet.workers, device));
-      });
-    }
+    for (size_t g = 0; g < spec.devices.size(); ++g)
+      makers.push_back(worker_maker(worker_fleet(config), spec.info, spec.devices[g], built.mps,
+                                    built.mps ? built.fault_groups[g] : nullptr));
     spec.executors = grouped(spec.devices, std::move(makers));
     return built;
   }
@@ -192,9 +204,7 @@ BuiltModel build_model(const ServeConfig& config) {
             ? green_transcriber_runners(model, m.green_sms, {m.executors, built.green[g]})
             : transcriber_runners(model, threads_per_executor(m.executors, m.threads_per_executor),
                                   ops::parse_gemm_backend(m.gemm), LongForm{m.long_audio_seconds, m.long_attention});
-    makers.push_back([runners, n = m.executors, device, fault = on_device_fault(spec.devices)](prometheus::Registry&) {
-      return lane_executors(n, runners, device, fault);
-    });
+    makers.push_back(lane_maker(runners, m.executors, device, on_device_fault(spec.devices)));
   }
   spec.executors = grouped(spec.devices, std::move(makers));
   return built;
@@ -207,7 +217,7 @@ ModelSpec build_diarizer(const ServeConfig& config, const BuiltModel& asr) {
   ModelConfig named;
   named.dir = d.dir;
   ModelSpec spec;
-  spec.devices = device_groups(m.parsed_devices());  // the transcription model's (its spec may have been moved)
+  spec.devices = asr.devices;
   spec.info.name = served_name(named);
   spec.info.aliases = {"diarizer"};
   spec.info.task = "diarization";
@@ -230,27 +240,13 @@ ModelSpec build_diarizer(const ServeConfig& config, const BuiltModel& asr) {
       spec.policy.isolate_suspects = true;
       spec.resources = mps;
     }
-    for (size_t g = 0; g < spec.devices.size(); ++g) {
-      const DeviceGroup& group = spec.devices[g];
-      fleet::WorkerFleetConfig fleet = worker_fleet(config);
-      fleet.workers = d.lanes;
-      fleet.command.model_dir = d.dir;
-      fleet.command.device = group.device;
-      fleet.command.threads = threads_per_executor(d.lanes, m.threads_per_executor);
-      fleet.share_weights = false;
-      if (d.share == ShareMode::kMps) {
-        fleet.worker_env = [mps, workers = d.lanes, gpu = group.device.index](int worker) {
-          return mps->worker_env(worker, workers, gpu);
-        };
-        fleet.restart_group_on_fault = true;
-        fleet.fault_group = fault_groups[g];
-      }
-      makers.push_back([fleet, name = spec.info.name, version = spec.info.version,
-                        device = group.name](prometheus::Registry& registry) {
-        return fleet::worker_executors(
-            fleet, std::make_unique<fleet::FleetMetrics>(registry, name, version, fleet.workers, device));
-      });
-    }
+    fleet::WorkerFleetConfig fleet = worker_fleet(config);
+    fleet.workers = d.lanes;
+    fleet.command.model_dir = d.dir;
+    fleet.command.threads = threads_per_executor(d.lanes, m.threads_per_executor);
+    fleet.share_weights = false;
+    for (size_t g = 0; g < spec.devices.size(); ++g)
+      makers.push_back(worker_maker(fleet, spec.info, spec.devices[g], mps, mps ? fault_groups[g] : nullptr));
     spec.executors = grouped(spec.devices, std::move(makers));
     return spec;
   }
@@ -264,9 +260,7 @@ ModelSpec build_diarizer(const ServeConfig& config, const BuiltModel& asr) {
             ? green_diarizer_runners(std::move(model), d.green_sms, long_form, {d.lanes, green[g]})
             : diarizer_runners(std::move(model), threads_per_executor(d.lanes, m.threads_per_executor),
                                ops::parse_gemm_backend(m.gemm), long_form);
-    makers.push_back([runners, n = d.lanes, device, fault = on_device_fault(spec.devices)](prometheus::Registry&) {
-      return lane_executors(n, runners, device, fault);
-    });
+    makers.push_back(lane_maker(runners, d.lanes, device, on_device_fault(spec.devices)));
   }
   spec.executors = grouped(spec.devices, std::move(makers));
   return spec;

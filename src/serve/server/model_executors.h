@@ -14,7 +14,10 @@
 namespace steno::serve {
 
 struct BuiltModel {
-  ModelSpec spec;  // spec.devices: its device groups, one per entry of --device
+  ModelSpec spec;
+  // Its device groups, one per entry of --device (spec.devices too, but the spec is handed to the core; the
+  // diarizer's groups are these)
+  std::vector<DeviceGroup> devices;
   std::shared_ptr<fleet::MpsDaemon> mps;  // share mps: the daemon the workers are clients of (one for the host)
   // share mps, by device group: the workers that fault together -- every client of one GPU, the diarizer's too
   std::vector<std::shared_ptr<fleet::FaultGroup>> fault_groups;
