@@ -68,6 +68,8 @@ std::vector<LoadPoint> load_points_from_result(const nlohmann::json& result) {
       lp.mean_ms = number_at(p.at("latency_ms"), "mean", "latency_ms");
       lp.p99_ms = number_at(p.at("latency_ms"), "p99", "latency_ms");
     }
+    if (p.contains("server_metrics") && p.at("server_metrics").contains("queue_ms_mean"))
+      lp.server_queue_ms = number_at(p.at("server_metrics"), "queue_ms_mean", "server_metrics");
     out.push_back(lp);
   }
   return out;
@@ -94,6 +96,7 @@ Plan plan_fleet(const PlanInput& in) {
     positive(in.peak_factor, "--peak-factor");
     constexpr double kSecondsPerWeek = 7 * 24 * 3600.0;
     const double average = *in.items_per_week * in.requests_per_item / kSecondsPerWeek;
+    plan.average_requests_per_s = average;
     plan.peak_requests_per_s = average * in.peak_factor;
     plan.arithmetic.push_back(fmt::format("average load: {:.0f} items/week x {:.4g} requests/item / {:.0f} s/week = "
                                           "{:.4g} requests/s",

@@ -72,6 +72,11 @@ TEST(SloSearch, ReadsSeedLoadAndServeLoadResults) {
   const nlohmann::json open = {{"points", {{{"rate_per_s", 20}, {"requests_per_s", 19.5}, {"ok", 585}, {"wrong", 0},
                                             {"failed", 0}, {"latency_ms", {{"mean", 300}, {"p99", 800}}}}}}};
   EXPECT_EQ(load_points_from_result(open).at(0).load, 20);
+  EXPECT_FALSE(load_points_from_result(open).at(0).server_queue_ms);  // no server_metrics: unknown, not 0
+  // seed_load.sh's points carry the server's mean queue time (from nv_inference_queue_duration_us).
+  nlohmann::json with_server = open;
+  with_server["points"][0]["server_metrics"] = {{"queue_ms_mean", 85.2}, {"request_ms_mean", 259.9}};
+  EXPECT_EQ(load_points_from_result(with_server).at(0).server_queue_ms, 85.2);
   EXPECT_THROW(load_points_from_result(nlohmann::json{{"load_run", {}}}), Error);  // the all-at-once mode's file
   EXPECT_THROW(load_points_from_result(nlohmann::json{{"points", {{{"concurrency", 1}}}}}), Error);
 }
@@ -81,6 +86,7 @@ TEST(PlanFleet, PeakGiven) {
   in.peak_requests_per_s = 100;
   in.capacity_requests_per_s = 92.1;
   const Plan p = plan_fleet(in);  // 100 / 92.1 x 1.2 = 1.3029 -> 2
+  EXPECT_FALSE(p.average_requests_per_s);  // a peak alone says nothing of the average
   EXPECT_NEAR(p.gpus_exact, 1.30293, 1e-5);
   EXPECT_EQ(p.gpus, 2);
   EXPECT_EQ(p.arithmetic.size(), 3u);
@@ -92,6 +98,7 @@ TEST(PlanFleet, TheCaseStudysWeeklyVolume) {
   in.capacity_requests_per_s = 92.1;
   // 2,400,000 / 604,800 s = 3.9683 requests/s on average; x 3 = 11.905 at the peak; / 92.1 x 1.2 = 0.1551 -> 1
   Plan p = plan_fleet(in);
+  EXPECT_NEAR(*p.average_requests_per_s, 3.9683, 1e-4);
   EXPECT_NEAR(p.peak_requests_per_s, 11.9048, 1e-4);
   EXPECT_EQ(p.gpus, 1);
   // Each consultation sent as 40 requests (e.g. 20 minutes in 30 s parts): 476.19 / 92.1 x 1.2 = 6.2045 -> 7

@@ -26,6 +26,9 @@ struct LoadPoint {
   double mean_ms = 0, p99_ms = 0;  // latency of the answered requests
   int64_t ok = 0;
   int64_t errors = 0;  // wrong answers and failures
+  // The server's mean queue time per request over the same window (the result's server_metrics.queue_ms_mean,
+  // from nv_inference_queue_duration_us), when the result has it: what the autoscaler's query measures.
+  std::optional<double> server_queue_ms;
 };
 
 // A point meets the SLO when it answered something, made no error, and both latencies are under their bounds.
@@ -64,6 +67,7 @@ struct PlanInput {
 };
 
 struct Plan {
+  std::optional<double> average_requests_per_s;  // when the traffic was given per week
   double peak_requests_per_s = 0;
   double capacity_requests_per_s = 0;  // per GPU, after any audio-length conversion
   double gpus_exact = 0;               // peak / capacity x (1 + headroom)
