@@ -26,6 +26,10 @@ packages=(
   curl
   # benchmark reports draw their plots with gnuplot (steno bench report)
   gnuplot-nox
+  # deploy/'s test runs the autoscalers' queries through a real Prometheus scraping steno; xz unpacks the result
+  # file the case study's overlay is planned from. (It also needs kubectl with kustomize v4+, which the machine
+  # image brings: Debian 12's kubernetes-client is kubectl 1.20 with kustomize v2, too old for deploy/.)
+  prometheus xz-utils
 )
 
 if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
