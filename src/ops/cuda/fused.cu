@@ -3,7 +3,9 @@
 // intermediates the plain ops write and read back; here each input is read once and each output written once.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
+#include "fp8_common.cuh"
 #include "fused_launch.h"
 #include "launch_common.cuh"
 
@@ -12,13 +14,58 @@ namespace {
 
 // ---- add + layer norm ----
 
+// Where add_layer_norm_kernel's normalised rows go: stored in T (ops::add_layer_norm) ...
+template <typename T>
+struct StoreRows {
+  T* y;
+  template <int P, int V>
+  __device__ void row(int64_t r, int64_t d, int lane, int packs, const float (&v)[P][V]) const {
+    auto* yr = reinterpret_cast<Pack<T>*>(y + r * d);
+#pragma unroll
+    for (int j = 0; j < P; ++j) {
+      const int p = lane + 32 * j;
+      if (p >= packs) break;
+      Pack<T> out;
+#pragma unroll
+      for (int i = 0; i < V; ++i) out.v[i] = from_f32<T>(v[j][i]);
+      yr[p] = out;
+    }
+  }
+};
+
+// ... or quantized to E4M3 with the row's scale (ops::add_layer_norm_fp8), straight from f32.
+struct StoreE4M3Rows {
+  uint8_t* q;
+  float* scales;
+  template <int P, int V>
+  __device__ void row(int64_t r, int64_t d, int lane, int packs, const float (&v)[P][V]) const {
+    float amax = 0.0f;
+#pragma unroll
+    for (int j = 0; j < P; ++j) {
+      if (lane + 32 * j >= packs) break;
+#pragma unroll
+      for (int i = 0; i < V; ++i) amax = fmaxf(amax, fabsf(v[j][i]));
+    }
+    const RowScale s = row_scale(warp_max(amax));
+    auto* qr = reinterpret_cast<E4M3Pack<V>*>(q + r * d);
+#pragma unroll
+    for (int j = 0; j < P; ++j) {
+      const int p = lane + 32 * j;
+      if (p >= packs) break;
+      qr[p] = to_e4m3<V>(v[j], s.quant);
+    }
+    if (lane == 0) scales[r] = s.dequant;
+  }
+};
+
 // One warp per row; lane l holds the row's 16-byte vectors l, l + 32, ... (at most P of them) in registers, so
 // the row is read from memory once. The sum is rounded to T before the statistics, exactly what ops::add writes
 // and ops::layer_norm reads; the statistics take two passes (mean, then squared deviations) as the plain kernel.
-// x is written back only when keep_sum (y not aliasing x); y may alias x, each vector being one lane's own.
-template <typename T, int P>
+// x is written back only when keep_sum (the output not aliasing x); the output may alias x, each vector being one
+// lane's own.
+template <typename T, int P, typename Store>
 __global__ void __launch_bounds__(kThreads)
-    add_layer_norm_kernel(T* x, const T* h, float alpha, const T* gamma, const T* beta, float eps, T* y,
+    add_layer_norm_kernel(T* x, const T* h, float alpha, const T* gamma, const T* beta, float eps, Store out,
                           int64_t rows, int64_t d, bool keep_sum) {
   constexpr int V = Pack<T>::kSize;
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -60,17 +107,15 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
     const float rstd = 1.0f / sqrtf(warp_sum(q) / static_cast<float>(d) + eps);
-    auto* yr = reinterpret_cast<Pack<T>*>(y + r * d);
 #pragma unroll
     for (int j = 0; j < P; ++j) {
       const int p = lane + 32 * j;
       if (p >= packs) break;
       const Pack<T> pg = g[p], pb = bt[p];
-      Pack<T> out;
 #pragma unroll
-      for (int i = 0; i < V; ++i) out.v[i] = from_f32<T>((v[j][i] - mean) * rstd * to_f32(pg.v[i]) + to_f32(pb.v[i]));
-      yr[p] = out;
+      for (int i = 0; i < V; ++i) v[j][i] = (v[j][i] - mean) * rstd * to_f32(pg.v[i]) + to_f32(pb.v[i]);
     }
+    out.row(r, d, lane, packs, v);
   }
 }
 
@@ -123,12 +168,32 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename T, int P>
-void launch_rows(void* x, const void* h, float alpha, const void* gamma, const void* beta, float eps, void* y,
-                 int64_t rows, int64_t d, cudaStream_t stream) {
-  add_layer_norm_kernel<T, P><<<grid_for(rows, kThreads / 32), kThreads, 0, stream>>>(
-      static_cast<T*>(x), static_cast<const T*>(h), alpha, static_cast<const T*>(gamma), static_cast<const T*>(beta),
-      eps, static_cast<T*>(y), rows, d, h != nullptr && x != y);
+// `store` is StoreRows<T> or StoreE4M3Rows; keep_sum: x gets the sum (the output is elsewhere).
+template <typename T, typename Store>
+bool launch_rows(Dt dt, void* x, const void* h, float alpha, const void* gamma, const void* beta, float eps,
+                 const Store& store, const void* out, int64_t rows, int64_t d, bool keep_sum, cudaStream_t stream) {
+  const int64_t vec = dt == Dt::kF32 ? 4 : 8;
+  const int64_t per_lane = (d / vec + 31) / 32;
+  if (d == 0 || d % vec != 0 || per_lane > 8) return false;
+  for (const void* p : {static_cast<const void*>(x), h, gamma, beta, out})
+    if (p != nullptr && !aligned16(p)) return false;
+  if (rows == 0) return true;
+  const auto grid = grid_for(rows, kThreads / 32);
+  auto go = [&](auto p_tag) {
+    constexpr int P = decltype(p_tag)::value;
+    add_layer_norm_kernel<T, P, Store><<<grid, kThreads, 0, stream>>>(
+        static_cast<T*>(x), static_cast<const T*>(h), alpha, static_cast<const T*>(gamma),
+        static_cast<const T*>(beta), eps, store, rows, d, keep_sum);
+  };
+  if (per_lane <= 1)
+    go(std::integral_constant<int, 1>{});
+  else if (per_lane <= 2)
+    go(std::integral_constant<int, 2>{});
+  else if (per_lane <= 4)
+    go(std::integral_constant<int, 4>{});
+  else
+    go(std::integral_constant<int, 8>{});
+  return true;
 }
 
 }  // namespace
@@ -137,24 +202,24 @@ void launch_rows(void* x, const void* h, float alpha, const void* gamma, const v
 
 bool launch_add_layer_norm(Dt dt, void* x, const void* h, float alpha, const void* gamma, const void* beta, float eps,
                            void* y, int64_t rows, int64_t d, cudaStream_t stream) {
-  const int64_t vec = dt == Dt::kF32 ? 4 : 8;
-  const int64_t per_lane = (d / vec + 31) / 32;
-  if (d == 0 || d % vec != 0 || per_lane > 8) return false;
-  for (const void* p : {static_cast<const void*>(x), h, gamma, beta, static_cast<const void*>(y)})
-    if (p != nullptr && !aligned16(p)) return false;
-  if (rows == 0) return true;
+  bool launched = false;
   dispatch_dt(dt, [&](auto tag) {
     using T = decltype(tag);
-    if (per_lane <= 1)
-      launch_rows<T, 1>(x, h, alpha, gamma, beta, eps, y, rows, d, stream);
-    else if (per_lane <= 2)
-      launch_rows<T, 2>(x, h, alpha, gamma, beta, eps, y, rows, d, stream);
-    else if (per_lane <= 4)
-      launch_rows<T, 4>(x, h, alpha, gamma, beta, eps, y, rows, d, stream);
-    else
-      launch_rows<T, 8>(x, h, alpha, gamma, beta, eps, y, rows, d, stream);
+    launched = launch_rows<T>(dt, x, h, alpha, gamma, beta, eps, StoreRows<T>{static_cast<T*>(y)}, y, rows, d,
+                              h != nullptr && x != y, stream);
   });
-  return true;
+  return launched;
+}
+
+bool launch_add_layer_norm_e4m3(Dt dt, void* x, const void* h, float alpha, const void* gamma, const void* beta,
+                                float eps, uint8_t* q, float* scales, int64_t rows, int64_t d, cudaStream_t stream) {
+  bool launched = false;
+  dispatch_dt(dt, [&](auto tag) {
+    using T = decltype(tag);
+    launched = launch_rows<T>(dt, x, h, alpha, gamma, beta, eps, StoreE4M3Rows{q, scales}, q, rows, d,
+                              h != nullptr, stream);
+  });
+  return launched;
 }
 
 bool launch_gated_depthwise_silu(Dt dt, const void* x, const void* w, const void* bias, const int32_t* lengths,

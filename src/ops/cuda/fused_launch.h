@@ -3,6 +3,8 @@
 // kernel handles; the caller then runs the plain ops.
 #pragma once
 
+#include <cstdint>
+
 #include "launch.h"
 
 namespace steno::ops::cuda {
@@ -12,6 +14,10 @@ namespace steno::ops::cuda {
 // f32), every pointer 16-byte aligned. y may alias x.
 bool launch_add_layer_norm(Dt dt, void* x, const void* h, float alpha, const void* gamma, const void* beta, float eps,
                            void* y, int64_t rows, int64_t d, cudaStream_t stream);
+// The same, the normalised rows quantized to E4M3 (q [rows, d]) with one scale per row (scales [rows]) instead of
+// stored in dt (ops::add_layer_norm_fp8); q must be 16-byte aligned too.
+bool launch_add_layer_norm_e4m3(Dt dt, void* x, const void* h, float alpha, const void* gamma, const void* beta,
+                                float eps, uint8_t* q, float* scales, int64_t rows, int64_t d, cudaStream_t stream);
 
 // y = silu(depthwise_conv1d(mask(glu(x)))), see ops::gated_depthwise_silu. lengths: int32 [batch] on the device.
 // Needs a kernel of at most kMaxGatedTaps taps.

@@ -1,5 +1,7 @@
 // GEMMs on cuBLASLt: gemm_raw, gemm and linear (the bias added in the epilogue), f32 / f16 / bf16 storage with
-// f32 accumulation (CUBLAS_COMPUTE_32F; f32 without TF32, so f32 results match the CPU to ~1e-6 relative).
+// f32 accumulation (CUBLAS_COMPUTE_32F; f32 without TF32, so f32 results match the CPU to ~1e-6 relative); and
+// linear_fp8: E4M3 operands with one f32 scale per row of each (cuBLASLt's outer-vector scaling), f16 / bf16
+// output, f32 accumulation.
 //
 // Layout mapping. steno is row-major, cuBLASLt column-major. A row-major X [r, c] with leading dimension ld is,
 // read column-major, the matrix Xᵀ [c, r] with the same ld, so the row-major C = op(A)·op(B) is issued as the
@@ -22,8 +24,10 @@
 #include <algorithm>
 #include <compare>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string_view>
 #include <utility>
 
 #include "check.h"
@@ -56,6 +60,12 @@ struct Gemm {
   // Strided batch: `batch` products, operand X of product i at x + i * stride_x elements.
   int32_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  // FP8: A and B hold E4M3 values (C, the bias and the scales' products in dt); row i of op(A) is scaled by
+  // a_scales[i] (m of them), row j of B as stored transposed, i.e. column j of op(B), by b_scales[j] (n). Only
+  // trans_a = false, trans_b = true (cuBLASLt's FP8 kernels take "TN" products only: a linear layer's shape).
+  bool fp8 = false;
+  const float* a_scales = nullptr;
+  const float* b_scales = nullptr;
 };
 
 void check_status(cublasStatus_t st, const char* what) {
@@ -117,8 +127,9 @@ void set_pref(const Preference& p, cublasLtMatmulPreferenceAttributes_t attr, co
 
 // A row-major matrix [rows, cols] with leading dimension ld, as cuBLASLt's column-major [cols, rows]; with
 // batch > 1, `batch` of them `stride` elements apart.
-void make_layout(Layout& l, Dt dt, int64_t rows, int64_t cols, int64_t ld, int32_t batch = 1, int64_t stride = 0) {
-  check_status(cublaslt().MatrixLayoutCreate(&l.h, cuda_type(dt), static_cast<uint64_t>(cols),
+void make_layout(Layout& l, cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld, int32_t batch = 1,
+                 int64_t stride = 0) {
+  check_status(cublaslt().MatrixLayoutCreate(&l.h, type, static_cast<uint64_t>(cols),
                                           static_cast<uint64_t>(rows), ld),
                "MatrixLayoutCreate");
   if (batch > 1) {
@@ -135,7 +146,7 @@ void make_layout(Layout& l, Dt dt, int64_t rows, int64_t cols, int64_t ld, int32
 struct PlanKey {
   int device;
   Dt dt;
-  bool trans_a, trans_b, bias, c_f32;
+  bool trans_a, trans_b, bias, c_f32, fp8;
   int64_t m, n, k, lda, ldb, ldc;
   int32_t batch;
   int64_t stride_a, stride_b, stride_c;
@@ -180,12 +191,32 @@ PlanCache& plan_cache() {
   return *cache;
 }
 
+// FP8 products accumulate in the tensor cores' fast mode (no periodic promotion to f32) under
+// $STENO_FP8_FAST_ACCUM=1: the benchmarks' arm for speed against accuracy; off by default.
+bool fp8_fast_accumulation() {
+  static const bool on = [] {
+    const char* v = std::getenv("STENO_FP8_FAST_ACCUM");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
+  return on;
+}
+
 // The operation: f32 accumulation and f32 alpha/beta for every storage dtype; with_bias adds the BIAS epilogue.
 void make_desc(MatmulDesc& desc, const Gemm& g, bool with_bias) {
   check_status(cublaslt().MatmulDescCreate(&desc.h, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
   // cuBLASLt's A is steno's B and vice versa (see the top of the file).
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, static_cast<int32_t>(g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N));
   set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, static_cast<int32_t>(g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N));
+  if (g.fp8) {
+    // cuBLASLt's A (steno's B, the weight) has one scale per row of its op(A), i.e. per output channel; its B
+    // (steno's A, the activations) one per column of op(B), i.e. per token: "outer vector" scaling.
+    const auto outer = static_cast<int32_t>(CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F);
+    set_desc(desc, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, outer);
+    set_desc(desc, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, outer);
+    set_desc(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(g.b_scales));
+    set_desc(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(g.a_scales));
+    if (fp8_fast_accumulation()) set_desc(desc, CUBLASLT_MATMUL_DESC_FAST_ACCUM, static_cast<int8_t>(1));
+  }
   if (with_bias) {
     set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, static_cast<uint32_t>(CUBLASLT_EPILOGUE_BIAS));
     // The heuristic reads the pointer's alignment from here, so it is set before the query too.
@@ -233,15 +264,16 @@ void run(Context& ctx, const Gemm& g) {
   const auto handle = static_cast<cublasLtHandle_t>(res.cublaslt);
   // Stored shapes (row-major): B is [k, n] or [n, k] when transposed, A is [m, k] or [k, m], C is [m, n].
   const Dt c_dt = g.c_f32 ? Dt::kF32 : g.dt;
+  const cudaDataType_t operands = g.fp8 ? CUDA_R_8F_E4M3 : cuda_type(g.dt);
   Layout first, second, out;
-  make_layout(first, g.dt, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.batch, g.stride_b);
-  make_layout(second, g.dt, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.batch, g.stride_a);
-  make_layout(out, c_dt, g.m, g.n, g.ldc, g.batch, g.stride_c);
+  make_layout(first, operands, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb, g.batch, g.stride_b);
+  make_layout(second, operands, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda, g.batch, g.stride_a);
+  make_layout(out, cuda_type(c_dt), g.m, g.n, g.ldc, g.batch, g.stride_c);
 
   const bool bias = g.bias != nullptr;
-  const int64_t eb = elem_bytes(g.dt);
+  const int64_t eb = g.fp8 ? 1 : elem_bytes(g.dt);
   const PlanKey key{.device = res.device, .dt = g.dt, .trans_a = g.trans_a, .trans_b = g.trans_b, .bias = bias,
-                    .c_f32 = g.c_f32, .m = g.m, .n = g.n, .k = g.k, .lda = g.lda, .ldb = g.ldb, .ldc = g.ldc,
+                    .c_f32 = g.c_f32, .fp8 = g.fp8, .m = g.m, .n = g.n, .k = g.k, .lda = g.lda, .ldb = g.ldb, .ldc = g.ldc,
                     .batch = g.batch, .stride_a = g.stride_a, .stride_b = g.stride_b, .stride_c = g.stride_c,
                     .align_a = alignment(g.a, g.batch, g.stride_a, eb),
                     .align_b = alignment(g.b, g.batch, g.stride_b, eb),
@@ -259,9 +291,9 @@ void run(Context& ctx, const Gemm& g) {
       make_desc(plain, g, false);
       if (!bias || !query_algo(handle, key, plain, first, second, out, &plan.algo))
         fail(ErrorCode::kInternal,
-             "cuBLASLt has no algorithm for the {} GEMM m={} n={} k={} (trans_a {}, trans_b {}, lda {}, ldb {}, "
+             "cuBLASLt has no algorithm for the {}{} GEMM m={} n={} k={} (trans_a {}, trans_b {}, lda {}, ldb {}, "
              "ldc {}, bias {}, f32 output {}, batch {}, alignments a {} b {} c {} bytes)",
-             dt_name(g.dt), g.m, g.n, g.k, g.trans_a, g.trans_b, g.lda, g.ldb, g.ldc, bias, g.c_f32, g.batch,
+             g.fp8 ? "fp8 -> " : "", dt_name(g.dt), g.m, g.n, g.k, g.trans_a, g.trans_b, g.lda, g.ldb, g.ldc, bias, g.c_f32, g.batch,
              key.align_a, key.align_b, key.align_c);
       plan.bias_in_epilogue = false;
       std::swap(desc.h, plain.h);
@@ -307,6 +339,17 @@ void gemm(Context& ctx, const Tensor& a, bool trans_a, const Tensor& b, bool tra
   const int64_t n = trans_b ? b.dim(0) : b.dim(1);
   run(ctx, {dt_of(a), trans_a, trans_b, m, n, k, alpha, a.raw(), std::max<int64_t>(1, a.dim(1)), b.raw(),
             std::max<int64_t>(1, b.dim(1)), beta, c.raw(), std::max<int64_t>(1, n), nullptr});
+}
+
+void linear_fp8(Context& ctx, const Fp8Rows& x, const Fp8Rows& w, const Tensor& bias, Tensor& y) {
+  detail::check_same_dtype("linear_fp8", {&y, &bias});
+  const int64_t m = x.rows(), n = w.rows(), k = w.cols();
+  Gemm g{dt_of(y), false, true, m, n, k, 1.0f, x.values.raw(), k, w.values.raw(), k, 0.0f, y.raw(),
+         std::max<int64_t>(1, n), bias.defined() ? bias.raw() : nullptr};
+  g.fp8 = true;
+  g.a_scales = x.scales.data<float>();
+  g.b_scales = w.scales.data<float>();
+  run(ctx, g);
 }
 
 void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y) {

@@ -17,6 +17,7 @@
 #include "steno/ops/attention.h"
 #include "steno/ops/conv.h"
 #include "steno/ops/context.h"
+#include "steno/ops/fp8.h"
 
 namespace steno::ops::cuda {
 
@@ -29,6 +30,15 @@ void gemm(Context& ctx, const Tensor& a, bool trans_a, const Tensor& b, bool tra
           float beta);
 // y = x·wᵀ + bias, the bias added in the GEMM's epilogue.
 void linear(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y);
+// y = x·wᵀ + bias on FP8 rows (outer-vector scales), y and bias f16 or bf16.
+void linear_fp8(Context& ctx, const Fp8Rows& x, const Fp8Rows& w, const Tensor& bias, Tensor& y);
+
+// ---- fp8_cuda.cc + fp8.cu ----
+bool fp8_supported(const Context& ctx);
+// out = x's rows (after SiLU when silu) in FP8; x f16, bf16 or f32, contiguous.
+void quantize_rows(Context& ctx, const Tensor& x, bool silu, Fp8Rows& out);
+void add_layer_norm_fp8(Context& ctx, Tensor& x, const Tensor& h, float alpha, const Tensor& gamma,
+                        const Tensor& beta, float eps, Fp8Rows& out);
 
 // ---- conv_cuda.cc + conv.cu ----
 void conv2d(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y, int stride_h,
