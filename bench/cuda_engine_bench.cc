@@ -20,7 +20,7 @@
 // real_time): tflops, frac_of_peak, rtfx; per-iteration values (ms, tokens) are plain averages. Each benchmark
 // runs once untimed first (cuBLASLt heuristics, graph capture, memory pools).
 //
-//   cuda_engine_bench [--model=DIR] [--model_name=NAME] [--dtype=bf16|f16|f32] [--audio_dir=DIR]
+//   cuda_engine_bench [--model=DIR] [--model_name=NAME] [--dtype=bf16|f16|f32|fp8] [--audio_dir=DIR]
 //                     [--export_workload=DIR] [--export_only] [--device=cpu] [--benchmark_* flags]
 // --device=cpu runs what can run on the CPU (f32), as a smoke test of the program itself.
 // Defaults: $STENO_BENCH_MODEL or the bundled model, $STENO_BENCH_DTYPE or bf16. See bench/run_gpu_engine_bench.sh.
@@ -66,6 +66,7 @@ using Clock = std::chrono::steady_clock;
 struct Settings {
   std::string model_dir, model_name, audio_dir, export_dir;
   DType dtype = DType::kBF16;
+  bool fp8 = false;  // --dtype=fp8: bf16 with the encoder's linear layers in FP8
   bool export_only = false;
   bool cpu = false;  // --device=cpu: a smoke test of this program on a machine without a GPU (f32; the GPU-only
                      // benchmarks report an error)
@@ -261,6 +262,7 @@ Engine& engine() {
     asr::ModelOverrides o;
     o.device = settings().cpu ? Device::cpu() : Device::cuda(0);
     o.dtype = settings().cpu ? DType::kF32 : settings().dtype;
+    o.fp8_linears = settings().fp8 && !settings().cpu;
     e->model = asr::AsrModel::load(settings().model_dir, o);
     e->transcriber = std::make_unique<asr::Transcriber>(e->model, e->ctx);
   }
@@ -346,8 +348,13 @@ double peak_tflops() {
   return e.gemm_peak_tflops;
 }
 
+// The compute dtype as --dtype names it: "fp8" for bf16 with FP8 linear layers.
+std::string dtype_label(const asr::AsrModel& m) {
+  return m.encoder().fp8_linears() ? "fp8" : dtype_name(m.dtype());
+}
+
 std::string label(const BatchShape& s) {
-  return settings().model_name + " " + dtype_name(engine().model->dtype()) + " " + s.name();
+  return settings().model_name + " " + dtype_label(*engine().model) + " " + s.name();
 }
 
 void features(benchmark::State& state, BatchShape shape) {
@@ -538,7 +545,7 @@ void offline_mix(benchmark::State& state, int64_t batch_size) {
   set_stage_counters(state, sum, runs, audio * runs, seconds_since(start));
   state.counters["audio_seconds"] = audio;
   state.counters["clips"] = static_cast<double>(lengths.size());
-  state.SetLabel(settings().model_name + " " + dtype_name(e.model->dtype()) + " mix, batch " +
+  state.SetLabel(settings().model_name + " " + dtype_label(*e.model) + " mix, batch " +
                  std::to_string(batch_size));
 }
 
@@ -604,7 +611,8 @@ void parse_flags(int& argc, char** argv) {
     argv[out++] = argv[i];
   }
   argc = out;
-  s.dtype = parse_dtype(dtype);
+  s.fp8 = dtype == "fp8";
+  s.dtype = s.fp8 ? DType::kBF16 : parse_dtype(dtype);
   s.cpu = device == "cpu";
   if (s.model_name.empty()) s.model_name = fs::path(s.model_dir).filename().string();
 }
@@ -640,7 +648,7 @@ int main(int argc, char** argv) {
       benchmark::AddCustomContext("model", settings().model_name);
       benchmark::AddCustomContext("model_dir", settings().model_dir);
       benchmark::AddCustomContext("device", e.model->device().str());
-      benchmark::AddCustomContext("dtype", dtype_name(e.model->dtype()));
+      benchmark::AddCustomContext("dtype", dtype_label(*e.model));
       benchmark::AddCustomContext("speech_seconds",
                                   std::to_string(static_cast<double>(speech_stream().size()) / kRate));
     }

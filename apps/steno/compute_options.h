@@ -16,7 +16,7 @@ namespace steno::cli {
 
 struct ComputeOptions {
   std::string device = "cpu";
-  std::string dtype;  // default: f32 on the CPU, bf16 on CUDA
+  std::string dtype;  // default: f32 on the CPU, bf16 on CUDA; fp8: bf16 with the encoder's linear layers in FP8
   std::string gemm = "onednn";
   int threads = 0;
 };
@@ -25,7 +25,8 @@ void add_compute_options(CLI::App* cmd, ComputeOptions& opt);
 
 struct Compute {
   Device device;
-  DType dtype;
+  DType dtype;  // the activations' (bf16 under --dtype fp8)
+  bool fp8_linears = false;  // --dtype fp8: the encoder's linear layers in FP8 (asr::ModelOverrides)
   ops::Context ctx;
   // On the CPU: oneDNN's kernels made on a thread of their own while the command loads its model (ops/gemm.h).
   std::unique_ptr<ops::CpuGemmWarmUp> gemm_warm_up;

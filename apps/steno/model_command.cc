@@ -30,6 +30,7 @@ struct ModelOptions {
   std::vector<std::string> calibration_audio;
   int threads = 0;
   std::string device = "cpu";
+  std::string calibrate_dtype = "f32";
   std::string nemo, frontend_version, postprocessing, name;
   std::string repo, revision = "main", hub_url, file;
 };
@@ -128,6 +129,9 @@ Run add_model_command(CLI::App& app) {
   random->add_option("--device", opt->device,
                      "Where the calibration's encoder pass and trial decodes run: cpu or cuda[:N] (seconds instead of "
                      "minutes for a 0.6b model)");
+  random->add_option("--calibrate-dtype", opt->calibrate_dtype,
+                     "The encoder's precision in the calibration: f32, or on CUDA the precision the model will be "
+                     "benchmarked in (bf16, f16, fp8), so that it emits --token-rate there");
   CLI::App* import_cmd = cmd->add_subcommand(
       "import", "Turn a NeMo checkpoint (.nemo: FastConformer-TDT or Sortformer) into a model directory, as "
                 "tools/convert_nemo.py does, without Python");
@@ -203,6 +207,8 @@ Run add_model_command(CLI::App& app) {
         cal.seed = opt->seed;
         cal.threads = opt->threads;
         cal.device = parse_device(opt->device);
+        cal.encoder_fp8_linears = opt->calibrate_dtype == "fp8";
+        cal.encoder_dtype = cal.encoder_fp8_linears ? DType::kBF16 : parse_dtype(opt->calibrate_dtype);
         for (const std::string& f : opt->calibration_audio) cal.audio.push_back(audio::load_audio_file(f).samples);
         const asr::JointCalibrationResult r = asr::calibrate_joint(opt->out, cal);
         std::printf("joint calibrated on %zu clips: %s\n", cal.audio.size(), r.summary().c_str());

@@ -103,6 +103,7 @@ int run_transcribe(const TranscribeOptions& opt) {
   overrides.local_attention = opt.local_attention;
   overrides.device = device;
   overrides.dtype = dtype;
+  overrides.fp8_linears = compute.fp8_linears;
   const auto start = std::chrono::steady_clock::now();
   auto model = asr::AsrModel::load(model_dir, overrides);
   const double load_ms =
@@ -238,7 +239,7 @@ int run_transcribe(const TranscribeOptions& opt) {
                             {"model_load_ms", load_ms},
                             {"threads", ctx.num_threads()},
                             {"device", device.str()},
-                            {"dtype", dtype_name(dtype)},
+                            {"dtype", compute.fp8_linears ? "fp8" : dtype_name(dtype)},
                             {"batch_size", opt.batch_size},
                             {"failed", failures}}}};
     if (diarizer) doc["diarization"] = diarizer->settings_json();

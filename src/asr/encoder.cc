@@ -10,6 +10,7 @@
 #include "steno/ops/conv.h"
 #include "steno/ops/copy.h"
 #include "steno/ops/elementwise.h"
+#include "steno/ops/fp8.h"
 #include "steno/ops/fused.h"
 #include "steno/ops/gemm.h"
 #include "steno/ops/norm.h"
@@ -27,14 +28,18 @@ LayerNormWeights load_norm(const WeightStore& w, const std::string& name) {
   return {w.get(name + ".weight"), w.get(name + ".bias")};
 }
 
-// A linear (or 1x1 conv) layer: weight [out, in] and a bias that exists iff the model uses biases.
+// A linear (or 1x1 conv) layer: weight [out, in] and a bias that exists iff the model uses biases. In an FP8
+// encoder the weight is held as FP8 rows (w8) instead of w.
 struct LinearWeights {
   Tensor w, b;
+  ops::Fp8Rows w8;
+
+  int64_t out_features() const { return w8.defined() ? w8.rows() : w.dim(0); }
 };
 
 LinearWeights load_linear(const WeightStore& w, const std::string& name) {
   const std::string bias = name + ".bias";
-  return {w.get(name + ".weight"), w.has(bias) ? w.get(bias) : Tensor()};
+  return {w.get(name + ".weight"), w.has(bias) ? w.get(bias) : Tensor(), ops::Fp8Rows{}};
 }
 
 struct FeedForwardWeights {
@@ -89,6 +94,11 @@ struct ConformerEncoder::Layer {
   Tensor pos_w, pos_bias_u, pos_bias_v;  // linear_pos never has a bias
   LinearWeights pw1, pw2;                // the conv module's pointwise convs, as [out, in] matrices
   Tensor dw_w, dw_b;                     // depthwise conv [d, kernel] with the batch norm folded in
+
+  // The linear layers an FP8 encoder runs in FP8 (linear_pos is not: its input is the positional table).
+  std::array<LinearWeights*, 10> fp8_linears() {
+    return {&ff1.linear1, &ff1.linear2, &ff2.linear1, &ff2.linear2, &q, &k, &v, &out, &pw1, &pw2};
+  }
 
   template <typename F> void for_each_weight(F&& f) {
     for (auto* n : {&norm_ff1, &norm_att, &norm_conv, &norm_ff2, &norm_out}) f(n->gamma), f(n->beta);
@@ -168,9 +178,14 @@ ConformerEncoder::ConformerEncoder(const ConformerEncoder& other, std::unique_pt
       subsampling_(std::move(sub)),
       layers_(std::move(layers)) {}
 
-ConformerEncoder ConformerEncoder::to_device(ops::Context& ctx, DType dtype) const {
+ConformerEncoder ConformerEncoder::to_device(ops::Context& ctx, DType dtype, bool fp8_linears) const {
   STENO_CHECK(!ctx.device().is_cpu() || dtype == DType::kF32, "encoder: the CPU computes in f32, not {}",
               dtype_name(dtype));
+  STENO_CHECK(!fp8_linears || dtype == DType::kF16 || dtype == DType::kBF16,
+              "encoder: FP8 linear layers run beside f16 or bf16 activations, not {}", dtype_name(dtype));
+  if (fp8_linears && !ops::fp8_supported(ctx))
+    fail(ErrorCode::kUnimplemented, "encoder: FP8 needs a CUDA device of compute capability 8.9 or later, not {}",
+         ctx.device().str());
   Allocator& alloc = ctx.device().is_cpu() ? static_cast<Allocator&>(default_cpu_allocator())
                                            : steno::cuda::weight_allocator(ctx.device().index);
   auto place = [&](Tensor& t) {
@@ -179,7 +194,14 @@ ConformerEncoder ConformerEncoder::to_device(ops::Context& ctx, DType dtype) con
   auto sub = std::make_unique<Subsampling>(*subsampling_);
   sub->for_each_weight(place);
   std::vector<Layer> layers = layers_;
-  for (auto& layer : layers) layer.for_each_weight(place);
+  for (auto& layer : layers) {
+    if (fp8_linears)
+      for (LinearWeights* lin : layer.fp8_linears()) {
+        lin->w8 = ops::quantize_weight(ctx, lin->w, alloc);  // from the f32 weight: one rounding, to FP8
+        lin->w = Tensor();
+      }
+    layer.for_each_weight(place);
+  }
   return ConformerEncoder(*this, std::move(sub), std::move(layers));
 }
 
@@ -191,6 +213,7 @@ ConformerEncoder ConformerEncoder::with_attention_window(ops::AttentionWindow wi
 
 DType ConformerEncoder::dtype() const { return subsampling_->conv0_w.dtype(); }
 Device ConformerEncoder::device() const { return subsampling_->conv0_w.device(); }
+bool ConformerEncoder::fp8_linears() const { return !layers_.empty() && layers_.front().q.w8.defined(); }
 
 int64_t ConformerEncoder::output_length(int64_t feature_frames) const {
   int64_t len = feature_frames;
@@ -292,40 +315,74 @@ Tensor ConformerEncoder::subsample(ops::Context& ctx, const Tensor& features, st
 
 void ConformerEncoder::run_layer(ops::Context& ctx, const Layer& L, Tensor& x, const Tensor& pos,
                                  const std::vector<int64_t>& lengths) const {
-  const int64_t batch = x.dim(0), t = x.dim(1), d = x.dim(2);
+  const int64_t batch = x.dim(0), t = x.dim(1), d = x.dim(2), rows = batch * t;
   const DType dt = x.dtype();
-  // h: the normalised input of the block at hand; r: that block's output, added to the residual stream x by the
-  // op that also normalises x for the next block (ops::add_layer_norm, one pass on CUDA).
-  Tensor h = ctx.scratch({batch, t, d}, dt), r = ctx.scratch({batch, t, d}, dt);
-  Tensor wide = ctx.scratch({batch, t, L.ff1.linear1.w.dim(0)}, dt);
+  const int64_t ff_width = L.ff1.linear1.out_features();
+  // In an FP8 encoder every linear layer's input is FP8 rows: the norms write them directly, the feed-forward's
+  // SiLU writes them, and the attention's and conv module's outputs are quantized before their projections.
+  const bool fp8 = L.q.w8.defined();
+  // h: the normalised input of the block at hand (h8 in FP8); r: that block's output, added to the residual
+  // stream x by the op that also normalises x for the next block (ops::add_layer_norm, one pass on CUDA).
+  Tensor h = fp8 ? Tensor() : ctx.scratch({batch, t, d}, dt), r = ctx.scratch({batch, t, d}, dt);
+  ops::Fp8Rows h8, in8;  // in8: a 16-bit activation's FP8 rows, made just before the linear layer reading them
+  if (fp8) h8 = ops::fp8_scratch(ctx, rows, d), in8 = ops::fp8_scratch(ctx, rows, std::max(d, ff_width));
+  auto normalize = [&](const Tensor& residual, float alpha, const LayerNormWeights& n) {
+    if (fp8)
+      ops::add_layer_norm_fp8(ctx, x, residual, alpha, n.gamma, n.beta, kNormEps, h8);
+    else if (residual.defined())
+      ops::add_layer_norm(ctx, x, residual, alpha, n.gamma, n.beta, kNormEps, h);
+    else
+      ops::layer_norm(ctx, x, n.gamma, n.beta, kNormEps, h);
+  };
+  auto linear_on_h = [&](const LinearWeights& lin, Tensor& out) {
+    if (fp8)
+      ops::linear_fp8(ctx, h8, lin.w8, lin.b, out);
+    else
+      ops::linear(ctx, h, lin.w, lin.b, out);
+  };
+  // A linear layer on a 16-bit activation; `silu` applies SiLU to it first (in place without FP8).
+  auto linear_on = [&](Tensor& in, bool silu, const LinearWeights& lin, Tensor& out) {
+    if (!fp8) {
+      if (silu) ops::silu(ctx, in, in);
+      ops::linear(ctx, in, lin.w, lin.b, out);
+      return;
+    }
+    const int64_t k = in.dim(-1);
+    ops::Fp8Rows q8{in8.values.reshape({-1}).narrow0(0, rows * k).reshape({rows, k}), in8.scales};
+    if (silu)
+      ops::silu_quantize_rows(ctx, in, q8);
+    else
+      ops::quantize_rows(ctx, in, q8);
+    ops::linear_fp8(ctx, q8, lin.w8, lin.b, out);
+  };
+  Tensor wide = ctx.scratch({batch, t, ff_width}, dt);
   auto feed_forward = [&](const FeedForwardWeights& ff) {
-    ops::linear(ctx, h, ff.linear1.w, ff.linear1.b, wide);
-    ops::silu(ctx, wide, wide);
-    ops::linear(ctx, wide, ff.linear2.w, ff.linear2.b, r);
+    linear_on_h(ff.linear1, wide);
+    linear_on(wide, true, ff.linear2, r);
   };
 
-  ops::layer_norm(ctx, x, L.norm_ff1.gamma, L.norm_ff1.beta, kNormEps, h);
+  normalize(Tensor(), 0.0f, L.norm_ff1);
   feed_forward(L.ff1);
-  ops::add_layer_norm(ctx, x, r, 0.5f, L.norm_att.gamma, L.norm_att.beta, kNormEps, h);  // macaron: half-step
+  normalize(r, 0.5f, L.norm_att);  // macaron: half-step
 
   // Relative-position self-attention.
   Tensor q = ctx.scratch({batch, t, d}, dt), k = ctx.scratch({batch, t, d}, dt), v = ctx.scratch({batch, t, d}, dt);
-  ops::linear(ctx, h, L.q.w, L.q.b, q);
-  ops::linear(ctx, h, L.k.w, L.k.b, k);
-  ops::linear(ctx, h, L.v.w, L.v.b, v);
+  linear_on_h(L.q, q);
+  linear_on_h(L.k, k);
+  linear_on_h(L.v, v);
   Tensor p = ctx.scratch({pos.dim(0), d}, dt);
   ops::linear(ctx, pos, L.pos_w, Tensor(), p);
   Tensor att = ctx.scratch({batch, t, d}, dt);
   ops::rel_pos_attention(ctx, q, k, v, p, L.pos_bias_u, L.pos_bias_v, lengths, window_, att);
-  ops::linear(ctx, att, L.out.w, L.out.b, r);
-  ops::add_layer_norm(ctx, x, r, 1.0f, L.norm_conv.gamma, L.norm_conv.beta, kNormEps, h);
+  linear_on(att, false, L.out, r);
+  normalize(r, 1.0f, L.norm_conv);
 
   // Convolution module: pointwise -> GLU -> (mask) -> depthwise with folded BN -> SiLU -> pointwise.
   Tensor glu_in = ctx.scratch({batch, t, 2 * d}, dt);
-  ops::linear(ctx, h, L.pw1.w, L.pw1.b, glu_in);
+  linear_on_h(L.pw1, glu_in);
   ops::gated_depthwise_silu(ctx, glu_in, L.dw_w, L.dw_b, (config_.conv_kernel_size - 1) / 2, lengths, att);
-  ops::linear(ctx, att, L.pw2.w, L.pw2.b, r);
-  ops::add_layer_norm(ctx, x, r, 1.0f, L.norm_ff2.gamma, L.norm_ff2.beta, kNormEps, h);
+  linear_on(att, false, L.pw2, r);
+  normalize(r, 1.0f, L.norm_ff2);
 
   feed_forward(L.ff2);
   ops::add_layer_norm(ctx, x, r, 0.5f, L.norm_out.gamma, L.norm_out.beta, kNormEps, x);

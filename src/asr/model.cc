@@ -35,20 +35,21 @@ std::shared_ptr<const AsrModel> AsrModel::load(const std::string& dir, const Mod
   m->decoder_ = std::make_unique<TdtDecoder>(cfg, weights);
   if (!overrides.device.is_cpu()) {
     ops::Context upload = ops::Context::cuda(overrides.device.index);
-    m->encoder_ = std::make_unique<ConformerEncoder>(m->encoder_->to_device(upload, overrides.dtype));
+    m->encoder_ = std::make_unique<ConformerEncoder>(m->encoder_->to_device(upload, overrides.dtype, overrides.fp8_linears));
 #if STENO_HAVE_CUDA
     m->cuda_decoder_ = std::make_shared<CudaTdtDecoder>(*m->decoder_, upload, overrides.dtype);
     m->cuda_features_ = std::make_shared<CudaFeatureExtractor>(*m->features_, upload);
 #endif
   } else {
-    STENO_CHECK(overrides.dtype == DType::kF32, "the CPU engine computes in f32, not {}", dtype_name(overrides.dtype));
+    STENO_CHECK(overrides.dtype == DType::kF32 && !overrides.fp8_linears, "the CPU engine computes in f32, not {}",
+                overrides.fp8_linears ? "fp8" : dtype_name(overrides.dtype));
   }
   m->tokenizer_ = std::make_unique<Tokenizer>((fs::path(dir) / cfg.tokenizer.model).string());
   STENO_CHECK(m->tokenizer_->vocab_size() == cfg.decoder.vocab_size,
               "{}: tokenizer has {} pieces but decoder.vocab_size is {}", dir, m->tokenizer_->vocab_size(),
               cfg.decoder.vocab_size);
-  spdlog::info("loaded model {}: {} (encoder on {}, {})", m->dir_, cfg.summary(), overrides.device.str(),
-               dtype_name(overrides.dtype));
+  spdlog::info("loaded model {}: {} (encoder on {}, {}{})", m->dir_, cfg.summary(), overrides.device.str(),
+               dtype_name(overrides.dtype), overrides.fp8_linears ? " with fp8 linear layers" : "");
   return m;
 }
 

@@ -362,10 +362,13 @@ JointCalibrationResult calibrate_joint(const fs::path& model_dir, const JointCal
     if (!cal.device.is_cpu()) {
 #if STENO_HAVE_CUDA
       gpu.emplace(ops::Context::cuda(cal.device.index));
-      gpu_encoder.emplace(encoder.to_device(*gpu, DType::kF32));
+      gpu_encoder.emplace(encoder.to_device(*gpu, cal.encoder_dtype, cal.encoder_fp8_linears));
 #else
       fail(ErrorCode::kUnavailable, "joint calibration on {}: this build has no CUDA backend", cal.device.str());
 #endif
+    } else {
+      STENO_CHECK(cal.encoder_dtype == DType::kF32 && !cal.encoder_fp8_linears,
+                  "joint calibration: the CPU's encoder computes in f32; another precision needs a CUDA device");
     }
 
     // The encoder output of the calibration audio, in padded batches of up to 16 clips of similar lengths (too
@@ -384,7 +387,8 @@ JointCalibrationResult calibrate_joint(const fs::path& model_dir, const JointCal
       const Features f = features.compute(ctx, batch);
       EncoderOutput e;
       if (gpu) {
-        e = gpu_encoder->forward(*gpu, ops::to_context(*gpu, f.values, DType::kF32), f.lengths);
+        e = gpu_encoder->forward(*gpu, ops::to_context(*gpu, f.values, cal.encoder_dtype), f.lengths);
+        e.encoded = ops::to_context(*gpu, e.encoded, DType::kF32);  // the decodes' input, in f32 whatever encoded it
         gpu_encoded.push_back(e.encoded);
         Tensor host = Tensor::empty(e.encoded.shape());
         ops::copy(*gpu, e.encoded, host);

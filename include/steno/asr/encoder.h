@@ -36,12 +36,16 @@ class ConformerEncoder {
 
   // A copy of this encoder whose weights live on ctx's device in `dtype` (f32, f16 or bf16; the CPU takes f32),
   // allocated from the device's process-wide weight allocator so that every context there shares them.
-  ConformerEncoder to_device(ops::Context& ctx, DType dtype) const;
+  // fp8_linears: the Conformer layers' linear layers (feed-forward, attention projections, the conv module's
+  // pointwise convs) take FP8 rows (steno/ops/fp8.h): their weights are stored in FP8 only and their inputs are
+  // quantized per token; every other op stays in `dtype` (f16 or bf16). Needs a device that runs FP8.
+  ConformerEncoder to_device(ops::Context& ctx, DType dtype, bool fp8_linears = false) const;
   // This encoder with another attention span over the same weight tensors (shared, not copied): NeMo's long-form
   // setting (change_attention_model to rel_pos_local_attn) chosen per batch without a second copy of the model.
   ConformerEncoder with_attention_window(ops::AttentionWindow window) const;
   DType dtype() const;   // the weights' (and so the activations') dtype
   Device device() const;
+  bool fp8_linears() const;  // see to_device
 
   const EncoderConfig& config() const { return config_; }
   ops::AttentionWindow attention_window() const { return window_; }

@@ -25,6 +25,9 @@ struct ModelOverrides {
   // CUDA). The weights are placed there once, shared by every context on that device.
   Device device = Device::cpu();
   DType dtype = DType::kF32;
+  // The encoder's linear layers in FP8 beside `dtype` activations (f16 or bf16; ConformerEncoder::to_device):
+  // `--dtype fp8`. Needs a CUDA device of compute capability 8.9 or later.
+  bool fp8_linears = false;
 };
 
 class AsrModel {

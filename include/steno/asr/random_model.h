@@ -77,6 +77,12 @@ struct JointCalibration {
   // Where the encoder pass and the trial decodes run (in f32): the CPU, or a CUDA device, which takes seconds
   // where a 0.6b model on the CPU takes minutes. Both give the same calibration up to f32 rounding.
   Device device = Device::cpu();
+  // The encoder's precision on a CUDA device (the trial decodes stay in f32): f32, or the precision a benchmark
+  // will run the model in. A random model's emissions hang on near-ties, so an encoder in another precision
+  // (bf16, FP8 linear layers) emits at another rate; calibrated in the benchmark's own precision, each arm of a
+  // comparison decodes at the target rate and does the same decoding work.
+  DType encoder_dtype = DType::kF32;
+  bool encoder_fp8_linears = false;
 };
 
 struct JointCalibrationResult {
