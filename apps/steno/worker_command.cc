@@ -32,7 +32,8 @@ int run_worker(const WorkerArgs& a) {
   o.index = a.index;
   o.model_dir = resolve_model_dir(a.model);
   o.device = parse_device(a.device);
-  o.dtype = parse_dtype(a.dtype);
+  o.fp8_linears = a.dtype == "fp8";
+  o.dtype = o.fp8_linears ? DType::kBF16 : parse_dtype(a.dtype);
   o.threads = a.threads;
   o.gemm = ops::parse_gemm_backend(a.gemm);
   STENO_CHECK(a.heartbeat_ms >= 1, "--heartbeat-ms must be >= 1, got {}", a.heartbeat_ms);
@@ -64,7 +65,7 @@ Run add_worker_command(CLI::App& app) {
   cmd->add_option("-m,--model", args->model,
                   "Model directory or .nemo checkpoint (default: $STENO_MODEL or the bundled model)");
   cmd->add_option("--device", args->device, "cpu or cuda[:N]");
-  cmd->add_option("--dtype", args->dtype, "Compute dtype: f32, f16 or bf16");
+  cmd->add_option("--dtype", args->dtype, "Compute dtype: f32, f16, bf16 or fp8 (bf16, FP8 linear layers)");
   cmd->add_option("--threads", args->threads, "CPU threads (0: default)");
   cmd->add_option("--gemm", args->gemm, "CPU GEMM library: onednn or openblas");
   cmd->add_option("--heartbeat-ms", args->heartbeat_ms, "Heartbeat interval");

@@ -35,9 +35,12 @@ std::vector<std::string> default_asr_aliases() {
 }
 
 DType ModelConfig::compute_dtype() const {
+  if (fp8_linears()) return DType::kBF16;
   if (!dtype.empty()) return parse_dtype(dtype);
   return parsed_device().is_cpu() ? DType::kF32 : DType::kBF16;
 }
+
+bool ModelConfig::fp8_linears() const { return dtype == "fp8"; }
 
 void apply_config_file(ServeConfig& config, const std::string& path) {
   std::ifstream in(path);
@@ -100,7 +103,7 @@ void validate_model(const ModelConfig& m, bool fault_injection) {
   const Device device = m.parsed_device();  // throws naming the text (the whole list is parsed)
   const DType dtype = m.compute_dtype();
   STENO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,
-              "dtype must be f32, f16 or bf16, got {}", m.dtype);
+              "dtype must be f32, f16, bf16 or fp8, got {}", m.dtype);
   STENO_CHECK(!device.is_cpu() || dtype == DType::kF32, "dtype {}: the CPU engine computes in f32", m.dtype);
   STENO_CHECK(!m.share_weights || (workers && !device.is_cpu()),
               "share_weights shares one device copy of the weights among worker processes: it needs share processes "

@@ -254,7 +254,8 @@ std::vector<Option> make_options() {
                                                      "cpu,cpu; each entry has executors and weights of its own, "
                                                      "all fed from the model's one queue"}, STENO_FIELD(model.device)));
   t.push_back(bind(model, {"dtype", {}, "DTYPE", "Compute dtype: f32 on the CPU; f32, f16 or bf16 on CUDA (\"\": bf16 "
-                                                  "there)"},
+                                                  "there), or fp8 (bf16 with the encoder's linear layers in FP8; "
+                                                  "compute capability 8.9+)"},
                    STENO_FIELD(model.dtype)));
   t.push_back(bind(model, {"max-audio-seconds", {}, "S", "Longest audio accepted; longer is refused (413) from its "
                                                           "header or its first decoded seconds"},

@@ -72,7 +72,9 @@ struct ModelConfig {
 
   std::vector<Device> parsed_devices() const { return parse_devices(device); }
   Device parsed_device() const { return parsed_devices().front(); }  // the first (every entry is of its kind)
-  DType compute_dtype() const;  // `dtype`, or the device's default (f32 on the CPU, bf16 on CUDA)
+  DType compute_dtype() const;  // `dtype`, or the device's default (f32 on the CPU, bf16 on CUDA); bf16 for fp8
+  // dtype "fp8": bf16 with the ASR encoder's linear layers in FP8 (asr::ModelOverrides::fp8_linears).
+  bool fp8_linears() const;
 };
 
 // A Sortformer diarizer served beside the transcription model (POST /v1/audio/diarizations): on the transcription

@@ -61,7 +61,7 @@ std::shared_ptr<const asr::AsrModel> load_into(std::unique_ptr<cuda::SharedDevic
 // (a restart after a device fault then loads once), else from a counting load.
 WorkerWeights make_shared_copy(const std::string& dir, const asr::ModelOverrides& overrides,
                                const WeightsShare& share) {
-  const uint64_t identity = weights_identity(dir, overrides.dtype);
+  const uint64_t identity = weights_identity(dir, overrides.dtype, overrides.fp8_linears);
   const Layout layout =
       share.bytes > 0 && share.layout == identity ? Layout{share.bytes, 0} : count_layout(dir, overrides);
   auto memory = cuda::SharedDeviceMemory::create(overrides.device.index, layout.bytes);
@@ -78,7 +78,7 @@ WorkerWeights make_shared_copy(const std::string& dir, const asr::ModelOverrides
 // its tensors land on the creator's and it writes the bytes already there. Another identity never touches it.
 WorkerWeights map_shared_copy(const std::string& dir, const asr::ModelOverrides& overrides,
                               const WeightsShare& share, UniqueFd fd) {
-  const uint64_t identity = weights_identity(dir, overrides.dtype);
+  const uint64_t identity = weights_identity(dir, overrides.dtype, overrides.fp8_linears);
   if (identity != share.layout)
     fail(ErrorCode::kUnavailable,
          "this worker's program, model files or dtype differ from the shared copy's (identity {:016x}, the copy's "
@@ -111,7 +111,7 @@ uint64_t model_files_identity(const std::string& model_dir) {
   return id.value();
 }
 
-uint64_t weights_identity(const std::string& model_dir, DType dtype) {
+uint64_t weights_identity(const std::string& model_dir, DType dtype, bool fp8_linears) {
   LayoutFingerprint id;
   id.add(static_cast<size_t>(model_files_identity(model_dir)));
   struct stat exe {};
@@ -121,6 +121,7 @@ uint64_t weights_identity(const std::string& model_dir, DType dtype) {
     id.add(static_cast<size_t>(exe.st_mtim.tv_sec) * 1000000000u + static_cast<size_t>(exe.st_mtim.tv_nsec));
   }
   id.add(static_cast<size_t>(dtype));
+  id.add(static_cast<size_t>(fp8_linears));
   return id.value();
 }
 

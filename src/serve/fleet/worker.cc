@@ -172,6 +172,7 @@ int run_worker(const WorkerOptions& options) {
   asr::ModelOverrides overrides;
   overrides.device = options.device;
   overrides.dtype = options.dtype;
+  overrides.fp8_linears = options.fp8_linears;
   // A diarization model's worker serves diarizations (its weights are its own: --share-weights is for ASR models).
   WorkerWeights weights;
   std::unique_ptr<BatchRunner> runner;

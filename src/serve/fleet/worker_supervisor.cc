@@ -60,7 +60,7 @@ std::vector<std::string> worker_arguments(const WorkerFleetConfig& config, int w
                                    "--device",
                                    c.device.str(),
                                    "--dtype",
-                                   dtype_name(c.dtype),
+                                   c.fp8_linears ? "fp8" : dtype_name(c.dtype),
                                    "--threads",
                                    std::to_string(c.threads),
                                    "--gemm",

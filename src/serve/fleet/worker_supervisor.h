@@ -48,6 +48,7 @@ struct WorkerCommand {
   std::string model_dir;
   Device device = Device::cpu();
   DType dtype = DType::kF32;
+  bool fp8_linears = false;  // --dtype fp8 (dtype bf16): the ASR encoder's linear layers in FP8
   int threads = 0;  // CPU threads per worker (0: the worker's default)
   ops::GemmBackend gemm = ops::GemmBackend::kOneDnn;
   std::string log_level;  // "": the server's current level

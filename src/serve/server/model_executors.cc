@@ -54,6 +54,7 @@ fleet::WorkerFleetConfig worker_fleet(const ServeConfig& config) {
   f.command.model_dir = m.dir;
   f.command.device = m.parsed_device();
   f.command.dtype = m.compute_dtype();
+  f.command.fp8_linears = m.fp8_linears();
   f.command.threads = threads_per_executor(m.executors, m.threads_per_executor);
   f.command.gemm = ops::parse_gemm_backend(m.gemm);
   f.heartbeat_interval = std::chrono::milliseconds(m.heartbeat_ms);
@@ -198,6 +199,7 @@ BuiltModel build_model(const ServeConfig& config) {
     asr::ModelOverrides overrides;
     overrides.device = device;
     overrides.dtype = m.compute_dtype();
+    overrides.fp8_linears = m.fp8_linears();
     std::shared_ptr<const asr::AsrModel> model = asr::AsrModel::load(m.dir, overrides);
     const RunnerFactory runners =
         m.share == ShareMode::kGreen

@@ -127,7 +127,8 @@ class ServerImpl final : public Server {
                        m.dir, config_.host, http_port(),
                        grpc_ ? fmt::format(" and grpc://{}:{}", config_.host, grpc_port()) : "",
                        config_.api_key.empty() ? "" : " (API key required)", info.executors,
-                       executor_noun(m.share), info.device, dtype_name(m.compute_dtype()), info.max_batch_size,
+                       executor_noun(m.share), info.device, m.fp8_linears() ? "fp8" : dtype_name(m.compute_dtype()),
+                       info.max_batch_size,
                        config_.enable_fault_injection ? "; FAULT INJECTION ENABLED (tests only)" : "");
   }
 

@@ -100,6 +100,7 @@ TEST(SharedWeights, TheIdentityChangesWithAnyModelFileAndTheDtype) {
   EXPECT_NE(model_files_identity(dir.string()), second);
   EXPECT_NE(weights_identity(dir.string(), DType::kBF16), weights_identity(dir.string(), DType::kF16));
   EXPECT_EQ(weights_identity(dir.string(), DType::kBF16), weights_identity(dir.string(), DType::kBF16));
+  EXPECT_NE(weights_identity(dir.string(), DType::kBF16), weights_identity(dir.string(), DType::kBF16, true));
   fs::remove_all(dir);
 }
 

@@ -51,10 +51,11 @@ struct WorkerWeights {
 uint64_t model_files_identity(const std::string& model_dir);
 
 // What the copy's layout follows from: this program as it is on disk (a worker restarted after an upgrade in
-// place may lay the weights out otherwise), the model's files (model_files_identity) and the dtype. Workers of
-// equal identity ask for the same allocations in the same order: an importer loads straight into the copy, and
-// a creator after a group restart reuses the size an earlier one measured instead of loading twice.
-uint64_t weights_identity(const std::string& model_dir, DType dtype);
+// place may lay the weights out otherwise), the model's files (model_files_identity), the dtype and whether the
+// linear layers are FP8. Workers of equal identity ask for the same allocations in the same order: an importer
+// loads straight into the copy, and a creator after a group restart reuses the size an earlier one measured
+// instead of loading twice.
+uint64_t weights_identity(const std::string& model_dir, DType dtype, bool fp8_linears = false);
 
 // Loads the model as `share` asks (a plain load for kPrivate). Falls back to private weights, with a warning
 // naming the reason (also in `note`), when sharing does not work out. Throws steno::Error only when the model

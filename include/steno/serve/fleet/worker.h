@@ -22,6 +22,7 @@ struct WorkerOptions {
   std::string model_dir;
   Device device = Device::cpu();
   DType dtype = DType::kF32;
+  bool fp8_linears = false;  // the ASR encoder's linear layers in FP8 beside dtype (bf16): --dtype fp8
   int threads = 0;  // CPU threads (0: the machine's)
   ops::GemmBackend gemm = ops::GemmBackend::kOneDnn;
   std::chrono::milliseconds heartbeat{1000};
