@@ -21,12 +21,16 @@ engine_bench_setup() {  # machine.txt in $out, and $work: the engine benchmarks'
   work=${STENO_BENCH_WORK:-/tmp/steno-bench}
   mkdir -p "$work"
 }
-random_06b() {  # random_06b WORK: $model06, the random 0.6B-shaped bf16 model the engine benchmarks share
-  # (seed 1, the joint calibrated to 0.4 tokens a frame on the workload's calibration clips), made once per WORK
-  run workload 60 cuda_engine_bench --export_workload="$1/workload" --export_only
+random_06b() {  # random_06b WORK [DTYPE]: $model06, the random 0.6B-shaped bf16 model the engine benchmarks
+  # share (seed 1, the joint calibrated to 0.4 tokens a frame on the workload's calibration clips with the encoder
+  # in f32), made once per WORK; with DTYPE (bf16, fp8) calibrated with the encoder in that precision instead
+  # ($WORK/p06b-DTYPE): the model an arm in that precision decodes at the target rate with
+  [ -d "$1/workload" ] || run workload 60 cuda_engine_bench --export_workload="$1/workload" --export_only
+  local cal=${2:-f32}
   model06=$1/p06b
+  [ "$cal" = f32 ] || model06=$1/p06b-$cal
   [ -f "$model06/config.json" ] ||
-    STENO_LOG_LEVEL=info run model-0.6b 240 steno model random --like configs/parakeet-tdt-0.6b-v2.json \
+    STENO_LOG_LEVEL=info run "model-0.6b-$cal" 240 steno model random --like configs/parakeet-tdt-0.6b-v2.json \
       --out "$model06" --seed 1 --dtype bf16 --token-rate 0.4 --calibrate-on "$1"/workload/calibration/*.wav \
-      --device cuda
+      --device cuda --calibrate-dtype "$cal"
 }

@@ -4,7 +4,9 @@
 # model, the front end, the subsampling and about two encoder layers), each with its duration, grid and block, in
 # launch order; then the time per kernel name, summed. How the engine benchmark found the encoder's slow kernels:
 # the subsampling's direct conv at 29.5 ms, attention's products on sm75 "align1" kernels.
-#   bench/profile_gpu_kernels.sh --model DIR [--filter '^encoder/b32x45s'] [--count 260] [--out FILE.csv]
+#   bench/profile_gpu_kernels.sh --model DIR [--filter '^encoder/b32x45s'] [--count 260] [--skip 0]
+#                                [--dtype bf16|fp8] [--out FILE.csv]
+# --skip: kernels launched before the first profiled one (fp8: the model's 240 weight quantizations at load).
 #   bench/profile_gpu_kernels.sh --summarize FILE.csv     (the tables again from a saved CSV; no GPU needed)
 # On the GPU machine with the package unpacked in $STENO_PKG (/tmp/steno) and the 0.6b model made as
 # bench/run_gpu_engine_bench.sh makes it (/tmp/steno-bench/p06b). ncu replays every kernel it profiles: expect
@@ -15,6 +17,8 @@ pkg=${STENO_PKG:-/tmp/steno}
 ncu=${NCU:-/usr/local/cuda/bin/ncu}
 filter='^encoder/b32x45s'
 count=260
+skip=0
+dtype=bf16
 model=
 out=/tmp/steno-kernels.csv
 summarize=
@@ -23,9 +27,11 @@ while [ $# -gt 0 ]; do
     --model) model=$2; shift 2 ;;
     --filter) filter=$2; shift 2 ;;
     --count) count=$2; shift 2 ;;
+    --skip) skip=$2; shift 2 ;;
+    --dtype) dtype=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --summarize) summarize=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "profile_gpu_kernels.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -33,9 +39,9 @@ done
 if [ -z "$summarize" ]; then
   [ -n "$model" ] || { echo "profile_gpu_kernels.sh: --model DIR is required" >&2; exit 2; }
   [ -x "$ncu" ] || { echo "profile_gpu_kernels.sh: no Nsight Compute at $ncu (set NCU)" >&2; exit 1; }
-  "$ncu" --target-processes all --kernel-name-base demangled --launch-count "$count" \
+  "$ncu" --target-processes all --kernel-name-base demangled --launch-skip "$skip" --launch-count "$count" \
     --metrics gpu__time_duration.sum,launch__grid_size,launch__block_size --csv --page raw \
-    "$pkg/run.sh" cuda_engine_bench --model="$model" --dtype=bf16 --benchmark_filter="$filter" \
+    "$pkg/run.sh" cuda_engine_bench --model="$model" --dtype="$dtype" --benchmark_filter="$filter" \
     --benchmark_min_time=0.01 --benchmark_repetitions=1 >"$out" 2>"$out.log"
   summarize=$out
 fi

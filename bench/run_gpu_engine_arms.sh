@@ -6,7 +6,8 @@
 # the arms. Results go to $OUT (or the first argument) as one archive, results.tar.gz:
 # $STENO_ARMS_NAME-<arm>-{1,2}.json, machine.txt, logs/.
 #
-#   STENO_ARMS_VAR      the variable (e.g. STENO_FUSED_OPS, STENO_TDT_LOOP)
+#   STENO_ARMS_VAR      the variable (e.g. STENO_FUSED_OPS, STENO_TDT_LOOP; STENO_BENCH_DTYPE with "bf16 fp8"
+#                       compares compute dtypes, each arm on the model calibrated in its own precision)
 #   STENO_ARMS          the two values, "OFF ON" (the first is the baseline)
 #   STENO_ARMS_NAME     the result files' prefix
 #   STENO_ARMS_FILTER   the benchmarks (a --benchmark_filter regex)
@@ -40,9 +41,11 @@ fi
 random_06b "$work"
 for round in 1 2; do
   for arm in "${arms[@]}"; do
+    # Arms of two precisions: each its own model, calibrated in that precision (random_06b says why).
+    [ "$var" = STENO_BENCH_DTYPE ] && random_06b "$work" "$arm"
     export "$var=$arm"
     run "bench-$arm-$round" 200 cuda_engine_bench --model="$model06" --model_name=0.6b \
-      --dtype=bf16 --benchmark_filter="$filter" --benchmark_repetitions=3 --benchmark_min_time=0.2 \
+      --dtype="${STENO_BENCH_DTYPE:-bf16}" --benchmark_filter="$filter" --benchmark_repetitions=3 --benchmark_min_time=0.2 \
       --benchmark_out="$out/$name-$arm-$round.json" --benchmark_out_format=json
     unset "$var"
   done
