@@ -25,6 +25,7 @@ std::string Library::load() {
   sym(error_string, "nvmlErrorString");
   sym(device_count, "nvmlDeviceGetCount_v2");
   sym(handle_by_index, "nvmlDeviceGetHandleByIndex_v2");
+  sym(handle_by_uuid, "nvmlDeviceGetHandleByUUID");
   sym(name, "nvmlDeviceGetName");
   sym(uuid, "nvmlDeviceGetUUID");
   sym(driver_version, "nvmlSystemGetDriverVersion");
@@ -32,6 +33,8 @@ std::string Library::load() {
   sym(memory, "nvmlDeviceGetMemoryInfo");
   sym(clock, "nvmlDeviceGetClockInfo");
   sym(power, "nvmlDeviceGetPowerUsage");
+  sym(power_limit, "nvmlDeviceGetEnforcedPowerLimit");
+  sym(energy, "nvmlDeviceGetTotalEnergyConsumption");
   sym(processes, "nvmlDeviceGetComputeRunningProcesses_v3");
   if (!missing.empty()) return "libnvidia-ml.so.1 lacks " + missing;
   if (const Return r = init(); r != kSuccess) return std::string("nvmlInit failed: ") + error_string(r);

@@ -1,7 +1,8 @@
 // NVML (the NVIDIA driver's management library), loaded at run time: dlopen of libnvidia-ml.so.1, no nvml.h or
 // stub at build time (the development machine's CUDA toolkit has neither), so the same binary runs where there is
 // no driver and says why.
-// Used by the benchmark's GPU sampler and by worker processes reporting their device memory.
+// Used by the benchmark's GPU sampler, by worker processes reporting their device memory and by the server's
+// GPU metrics (serve/gpu_metrics.h).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,7 @@ struct Library {
   const char* (*error_string)(Return) = nullptr;
   Return (*device_count)(unsigned*) = nullptr;
   Return (*handle_by_index)(unsigned, DeviceHandle*) = nullptr;
+  Return (*handle_by_uuid)(const char*, DeviceHandle*) = nullptr;
   Return (*name)(DeviceHandle, char*, unsigned) = nullptr;
   Return (*uuid)(DeviceHandle, char*, unsigned) = nullptr;  // "GPU-…", as CUDA_VISIBLE_DEVICES may name it
   Return (*driver_version)(char*, unsigned) = nullptr;
@@ -53,6 +55,8 @@ struct Library {
   Return (*memory)(DeviceHandle, Memory*) = nullptr;
   Return (*clock)(DeviceHandle, int, unsigned*) = nullptr;
   Return (*power)(DeviceHandle, unsigned*) = nullptr;  // milliwatts
+  Return (*power_limit)(DeviceHandle, unsigned*) = nullptr;  // the enforced limit, milliwatts
+  Return (*energy)(DeviceHandle, unsigned long long*) = nullptr;  // millijoules since the driver loaded
   Return (*processes)(DeviceHandle, unsigned*, ProcessInfo*) = nullptr;
 };
 

@@ -13,6 +13,7 @@
 #include "steno/core/error.h"
 #include "steno/vad/vad.h"
 #include "serve/fleet/mps_monitor.h"
+#include "serve/gpu_metrics.h"
 #include "serve/grpc/server.h"
 #include "serve/http/server.h"
 #include "serve/inference_core.h"
@@ -83,6 +84,8 @@ class ServerImpl final : public Server {
     spdlog::info("settings:\n{}", describe(config_));
     BuiltModel model = build_model(config_);
     mps_ = model.mps;
+    std::vector<std::string> gpus;  // the diarizer runs on the model's devices
+    for (const DeviceGroup& g : model.devices) gpus.push_back(g.gpu_uuid);
     CoreConfig core;
     core.enable_fault_injection = config_.enable_fault_injection;
     core.vad_mode = vad::parse_vad_mode(config_.model.vad);
@@ -94,6 +97,7 @@ class ServerImpl final : public Server {
     core_ = std::make_unique<InferenceCore>(std::move(specs), core);
     if (mps_)  // after the core: it publishes into the core's registry
       monitor_ = std::make_unique<fleet::MpsMonitor>([mps = mps_] { return mps->status(); }, *core_->registry());
+    gpu_metrics_ = GpuMetrics::start(gpus, *core_->registry());
     http_ = std::make_unique<http::HttpServer>(http_options(config_), *core_);
     if (config_.grpc_port != 0) grpc_ = std::make_unique<rpc::GrpcServer>(grpc_options(config_), *core_);
   }
@@ -138,6 +142,7 @@ class ServerImpl final : public Server {
   std::shared_ptr<fleet::MpsDaemon> mps_;
   std::unique_ptr<InferenceCore> core_;
   std::unique_ptr<fleet::MpsMonitor> monitor_;
+  std::unique_ptr<GpuMetrics> gpu_metrics_;
   std::unique_ptr<http::HttpServer> http_;
   std::unique_ptr<rpc::GrpcServer> grpc_;
   std::atomic<bool> stopped_{false};

@@ -44,6 +44,7 @@ TEST(DeviceGroups, LanesOnTwoDevicesShareOneQueueAndAreCountedApart) {
   EXPECT_EQ(metric_sum(metrics, "steno_device_executors_up", kDevice1), 1) << metrics;
   EXPECT_EQ(metric_sum(metrics, "steno_device_executor_losses_total"), 0) << metrics;
   EXPECT_NE(metrics.find("gpu_uuid=\"\""), std::string::npos) << metrics;  // a CPU has none
+  EXPECT_EQ(metrics.find("nv_gpu_"), std::string::npos) << metrics;  // no GPU, no GPU gauges
   EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
@@ -110,6 +111,15 @@ TEST_P(DeviceGroupsOnOneGpu, BothGroupsServe) {
   EXPECT_GT(metric_sum(metrics, "steno_device_exec_count", "device=\"cuda:0#1\""), 0) << metrics;
   EXPECT_EQ(metric_sum(metrics, "steno_device_executors_up"), 4) << metrics;
   EXPECT_NE(metrics.find("gpu_uuid=\"GPU-"), std::string::npos) << metrics;
+  // Triton's GPU gauges from NVML, for the one GPU (listed twice, reported once).
+  const double utilization = metric_sum(metrics, "nv_gpu_utilization", "gpu_uuid=\"GPU-");
+  EXPECT_GE(utilization, 0.0) << metrics;  // -1: absent
+  EXPECT_LE(utilization, 1.0) << metrics;
+  EXPECT_GT(metric_sum(metrics, "nv_gpu_memory_total_bytes"), 1e9) << metrics;
+  EXPECT_GT(metric_sum(metrics, "nv_gpu_memory_used_bytes"), 0) << metrics;
+  EXPECT_GT(metric_sum(metrics, "nv_gpu_power_limit"), 0) << metrics;
+  EXPECT_GT(metric_sum(metrics, "nv_gpu_power_usage"), 0) << metrics;
+  EXPECT_GE(metric_sum(metrics, "nv_energy_consumption"), 0) << metrics;
   EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
