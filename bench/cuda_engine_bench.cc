@@ -27,6 +27,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -35,8 +36,10 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -45,6 +48,7 @@
 #include "cuda_features.h"
 #include "cuda_tdt_decoder.h"
 #include "mix_workload.h"
+#include "steno/asr/length_batches.h"
 #include "steno/asr/model.h"
 #include "steno/asr/transcriber.h"
 #include "steno/audio/decode.h"
@@ -247,6 +251,11 @@ struct Engine {
   std::map<std::string, std::unique_ptr<Prepared>> prepared;
   Tensor peak_a, peak_b, peak_c;           // gemm_peak's operands
   std::vector<std::vector<float>> mix_pcm;  // the mix clips, sorted by length
+  struct Lane {                             // offline_mix's lanes past the first (lane_transcriber)
+    ops::Context ctx = settings().cpu ? ops::Context::cpu() : ops::Context::cuda(0);
+    std::unique_ptr<asr::Transcriber> transcriber;  // after ctx, which it keeps a reference to
+  };
+  std::vector<std::unique_ptr<Lane>> extra_lanes;
   double gemm_peak_tflops = 0;
 };
 
@@ -519,7 +528,34 @@ void end_to_end(benchmark::State& state, BatchShape shape) {
   state.SetLabel(label(shape));
 }
 
-void offline_mix(benchmark::State& state, int64_t batch_size) {
+// How a mix pass cuts the sorted clips into batches: a fixed count (the protocol's batch sizes), or the planner's
+// cheapest cut under its cost model (asr/length_batches.h; kPlanned).
+constexpr int64_t kPlanned = 0;
+std::vector<asr::BatchRange> mix_batches(int64_t batch_size) {
+  const auto& lengths = mix_lengths();
+  if (batch_size == kPlanned) return asr::plan_length_batches(lengths, kRate);
+  std::vector<asr::BatchRange> out;
+  for (size_t i = 0; i < lengths.size(); i += static_cast<size_t>(batch_size))
+    out.push_back({i, std::min(lengths.size(), i + static_cast<size_t>(batch_size))});
+  return out;
+}
+
+// Transcribers beyond the engine's own, each on a context (a CUDA stream) of its own over the same weights: with
+// two, one lane's decoder (latency-bound, a few SMs) runs beside the other's encoder.
+asr::Transcriber& lane_transcriber(Engine& e, int lane) {
+  if (lane == 0) return *e.transcriber;
+  while (static_cast<int>(e.extra_lanes.size()) < lane) {
+    auto l = std::make_unique<Engine::Lane>();
+    l->transcriber = std::make_unique<asr::Transcriber>(e.model, l->ctx);
+    e.extra_lanes.push_back(std::move(l));
+  }
+  return *e.extra_lanes[static_cast<size_t>(lane - 1)]->transcriber;
+}
+
+// The offline `mix`: 1,000 clips sorted by length, cut into batches (mix_batches), transcribed by `lanes`
+// threads that take the batches in order. Stage timings are summed over the lanes' batches, so with two lanes
+// they add up to more than the wall time.
+void offline_mix(benchmark::State& state, int64_t batch_size, int lanes) {
   Engine& e = engine();
   const auto& lengths = mix_lengths();
   std::vector<std::vector<float>>& pcm = e.mix_pcm;
@@ -527,17 +563,33 @@ void offline_mix(benchmark::State& state, int64_t batch_size) {
     for (size_t i = 0; i < lengths.size(); ++i) pcm.push_back(clip(static_cast<int64_t>(i), lengths[i]));
   double audio = 0;
   for (int64_t n : lengths) audio += static_cast<double>(n) / kRate;
-  auto pass = [&](asr::StageTimings* sum) {
-    for (size_t begin = 0; begin < pcm.size(); begin += static_cast<size_t>(batch_size)) {
-      std::vector<std::span<const float>> batch;
-      for (size_t i = begin; i < std::min(pcm.size(), begin + static_cast<size_t>(batch_size)); ++i)
-        batch.emplace_back(pcm[i]);
-      asr::StageTimings t;
-      benchmark::DoNotOptimize(e.transcriber->transcribe(batch, &t));
-      if (sum) *sum += t;
-    }
+  const std::vector<asr::BatchRange> batches = mix_batches(batch_size);
+  std::vector<asr::Transcriber*> transcribers;
+  for (int l = 0; l < lanes; ++l) transcribers.push_back(&lane_transcriber(e, l));
+  auto run_batch = [&](asr::Transcriber& t, const asr::BatchRange& r, asr::StageTimings* timings) {
+    std::vector<std::span<const float>> batch;
+    for (size_t i = r.begin; i < r.end; ++i) batch.emplace_back(pcm[i]);
+    benchmark::DoNotOptimize(t.transcribe(batch, timings));
   };
-  pass(nullptr);  // warm-up: every batch shape once
+  auto pass = [&](asr::StageTimings* sum) {
+    std::atomic<size_t> next{0};
+    std::mutex mu;
+    auto lane = [&](asr::Transcriber* t) {
+      for (size_t b; (b = next.fetch_add(1)) < batches.size();) {
+        asr::StageTimings timings;
+        run_batch(*t, batches[b], &timings);
+        std::lock_guard lock(mu);
+        if (sum) *sum += timings;
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t l = 1; l < transcribers.size(); ++l) threads.emplace_back(lane, transcribers[l]);
+    lane(transcribers[0]);
+    for (auto& t : threads) t.join();
+  };
+  // Warm-up: every batch shape once on every lane (graphs, plans, pools are per transcriber).
+  for (asr::Transcriber* t : transcribers)
+    for (const asr::BatchRange& r : batches) run_batch(*t, r, nullptr);
   asr::StageTimings sum;
   const auto start = Clock::now();
   for (auto _ : state) pass(&sum);
@@ -545,8 +597,13 @@ void offline_mix(benchmark::State& state, int64_t batch_size) {
   set_stage_counters(state, sum, runs, audio * runs, seconds_since(start));
   state.counters["audio_seconds"] = audio;
   state.counters["clips"] = static_cast<double>(lengths.size());
-  state.SetLabel(settings().model_name + " " + dtype_label(*e.model) + " mix, batch " +
-                 std::to_string(batch_size));
+  state.counters["batches"] = static_cast<double>(batches.size());
+  state.counters["lanes"] = lanes;
+  state.counters["padding_waste"] = asr::padding_waste(lengths, batches);
+  state.counters["modelled_ms"] = asr::batches_cost_ms(lengths, kRate, batches, asr::BatchCostModel{});
+  const std::string cut = batch_size == kPlanned ? std::string("planned batches") : "batch " + std::to_string(batch_size);
+  state.SetLabel(settings().model_name + " " + dtype_label(*e.model) + " mix, " + cut +
+                 (lanes > 1 ? ", " + std::to_string(lanes) + " lanes" : ""));
 }
 
 // Registers `fn(state, args...)` under `name`; an exception becomes that benchmark's error (the run goes on and
@@ -584,7 +641,12 @@ void register_benchmarks() {
     add("end_to_end/" + s.name(), end_to_end, s);
   }
   // A pass over the mix takes about a second for the 0.6B model: a fixed count, not min_time, bounds the run.
-  for (int64_t b : kMixBatches) add("offline_mix/b" + std::to_string(b), offline_mix, b)->Iterations(3)->Repetitions(1);
+  for (int64_t b : kMixBatches)
+    add("offline_mix/b" + std::to_string(b), offline_mix, b, 1)->Iterations(3)->Repetitions(1);
+  add("offline_mix/b128/lanes:2", offline_mix, int64_t{128}, 2)->Iterations(3)->Repetitions(1);
+  add("offline_mix/planned", offline_mix, kPlanned, 1)->Iterations(3)->Repetitions(1);
+  for (int lanes : {2, 3})
+    add(fmt::format("offline_mix/planned/lanes:{}", lanes), offline_mix, kPlanned, lanes)->Iterations(3)->Repetitions(1);
 }
 
 // Parses and removes this program's own flags from what Google Benchmark left.
