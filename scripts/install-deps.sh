@@ -18,6 +18,8 @@ packages=(
   # KServe over gRPC (optional at build time: CMake STENO_WITH_GRPC); protobuf is linked statically (libprotobuf.a)
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # fuzz/smoke.sh: every parser's libFuzzer target with ASan and UBSan (clang's runtime)
+  clang libclang-rt-dev
   # offline Python tooling: reference model, converter, golden files
   python3 python3-torch python3-numpy python3-yaml python3-sentencepiece
   # audio fixtures for tests (every codec steno reads)

@@ -67,8 +67,11 @@ int64_t decode_stream(Decoder& decoder, const AudioLimits& limits, std::vector<f
     const int64_t n = decoder.read(buffer.data(), kChunkFrames);
     if (n == 0) break;
     if (static_cast<double>(frames + n) > max_frames) fail_duration(limits.max_duration_s, limits, true);
-    const std::span<const float> samples(buffer.data(), static_cast<size_t>(n * channels));
+    const std::span<float> samples(buffer.data(), static_cast<size_t>(n * channels));
     check_finite(samples, channels, frames, rate);
+    // Float input may lie far beyond full scale (up to 3.4e38): clipped here, before the channels are summed and
+    // the resampler's filter runs, where such values overflow to infinities and NaNs (found by fuzzing).
+    for (float& s : samples) s = std::clamp(s, -1.0f, 1.0f);
     frames += n;
     const std::vector<float> mono = to_mono(samples, channels);
     if (resampler) resampler->process(mono, out);
@@ -147,7 +150,7 @@ DecodedAudio decode_audio(std::span<const uint8_t> bytes, const AudioLimits& lim
   if (evidence.decoded_frames == 0) fail_nothing_decoded(evidence, header_frames);
   if (const auto shortfall = describe_shortfall(evidence))
     result.warnings.push_back(truncation_warning(*shortfall, result.duration_s()));
-  // Lossy decoders and the resampler can overshoot full scale slightly; float input can exceed it.
+  // Lossy decoders and the resampler can overshoot full scale slightly.
   for (float& s : result.samples) s = std::clamp(s, -1.0f, 1.0f);
   return result;
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -105,6 +106,14 @@ uint16_t f32_to_bf16(float f) {
 namespace {
 
 #if defined(__x86_64__)
+// CPUID leaf 1's F16C and AVX bits (and the OS saving AVX state: OSXSAVE), read directly: clang 14's
+// __builtin_cpu_supports knows no "f16c".
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (ecx & bit_F16C) != 0 && (ecx & bit_AVX) != 0 && (ecx & bit_OSXSAVE) != 0;
+}
+
 // VCVTPH2PS widens exactly, subnormals, infinities and NaNs included (a signalling NaN comes out quiet).
 __attribute__((target("avx,f16c"))) void f16_to_f32_f16c(const uint16_t* src, float* dst, int64_t n) {
   int64_t i = 0;
@@ -123,7 +132,7 @@ void widen_to_f32(const uint16_t* src, DType from, float* dst, int64_t n) {
   }
   STENO_CHECK(from == DType::kF16, "widen_to_f32: {} is not a 16-bit float type", dtype_name(from));
 #if defined(__x86_64__)
-  static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool f16c = cpu_has_f16c();
   if (f16c) return f16_to_f32_f16c(src, dst, n);
 #endif
   for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);

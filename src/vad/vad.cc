@@ -14,26 +14,6 @@ namespace steno::vad {
 
 namespace fs = std::filesystem;
 
-VadMode parse_vad_mode(std::string_view s) {
-  if (s == "off") return VadMode::kOff;
-  if (s == "on") return VadMode::kOn;
-  if (s == "auto") return VadMode::kAuto;
-  fail(ErrorCode::kInvalidArgument, "vad must be off, on or auto, got '{}'", s.substr(0, 64));
-}
-
-const char* vad_mode_name(VadMode m) {
-  switch (m) {
-    case VadMode::kOff: return "off";
-    case VadMode::kOn: return "on";
-    case VadMode::kAuto: return "auto";
-  }
-  return "?";
-}
-
-bool vad_applies(VadMode m, double audio_seconds) {
-  return m == VadMode::kOn || (m == VadMode::kAuto && audio_seconds > kAutoMinSeconds);
-}
-
 fs::path default_vad_dir() {
   if (const char* env = std::getenv("STENO_VAD"); env && *env) return env;
   std::vector<fs::path> candidates;

@@ -84,6 +84,18 @@ TEST(DecodeWav, FloatSamplesAreClampedToUnitRange) {
   EXPECT_EQ(a.samples, (std::vector<float>{0.25f, -0.5f, 1.0f, -1.0f, 1.0f, -1.0f}));
 }
 
+// Found by fuzzing: finite float samples near the type's limit summed over channels or run through the resampler's
+// filter overflowed to infinities and came out as NaN. They are clipped before either now.
+TEST(DecodeWav, HugeFiniteFloatSamplesStayFiniteThroughMixingAndResampling) {
+  for (const int channels : {1, 2}) {
+    std::vector<float> x(static_cast<size_t>(800 * channels));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 3 == 0 ? -3.0e38f : 2.5e38f);
+    const DecodedAudio a = decode_audio(make_wav_f32({.channels = channels, .sample_rate = 8000}, x));
+    ASSERT_EQ(a.samples.size(), 1600u);
+    for (const float v : a.samples) ASSERT_TRUE(v >= -1.0f && v <= 1.0f) << v << " with " << channels << " channels";
+  }
+}
+
 TEST(DecodeWav, NanOrInfiniteFloatSamplesAreRejected) {
   for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                           -std::numeric_limits<float>::infinity()}) {

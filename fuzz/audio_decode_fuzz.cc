@@ -1,6 +1,7 @@
-// libFuzzer entry point for decode_audio (built only with clang; see CMakeLists.txt). Any input must either decode
+// libFuzzer target: decode_audio (steno/audio/decode.h), every container and codec behind the sniffing, on any
+// bytes (built and run by fuzz/run.sh). Any input must either decode
 // to valid 16 kHz samples in [-1, 1] or throw steno::Error; another exception, a crash, a sanitizer report or a
-// broken invariant is a bug. Seed corpus: the fixtures robustness_test.cc generates (any small WAV/FLAC/OGG/MP3).
+// broken invariant is a bug. Seeds: fuzz/seeds/audio_decode, a short clip in each format steno reads.
 #include <cstdint>
 #include <cstdlib>
 #include <span>
