@@ -2,7 +2,7 @@
 # Builds a libFuzzer target with clang (address and undefined-behaviour sanitizers) and runs it on its corpus.
 #   fuzz/run.sh TARGET [SECONDS] [--no-merge]   (default 600; TARGET: state_dict_pickle, checkpoint, tar_members,
 #                                      model_config_yaml, audio_decode, multipart, kserve_request, serve_config,
-#                                      safetensors; fuzz/smoke.sh runs them all briefly, as CI does)
+#                                      safetensors, http_transport; fuzz/smoke.sh runs them all briefly, as CI does)
 # The corpus is fuzz/corpus/TARGET, with the target's test fixtures as seeds; inputs that reach new code are merged
 # back into it at the end (-merge=1: only what adds coverage; --no-merge leaves the corpus as it is), and any crash is
 # left as fuzz/crash-* with the message (the exit status is then non-zero). A clean run with the merge adds a line
@@ -34,6 +34,9 @@ case $target in
     src/core/dtype.cc src/core/cuda/cuda_stub.cc src/core/error.cc) seeds=fuzz/seeds/serve_config ;;
   safetensors) sources=(src/core/safetensors.cc src/core/tensor.cc src/core/dtype.cc src/core/device.cc
     src/core/allocator.cc src/core/cuda/cuda_stub.cc src/core/error.cc) seeds=fuzz/seeds/safetensors ;;
+  http_transport) sources=(src/serve/http/listener.cc src/serve/http/connection.cc src/serve/http/body_spool.cc
+    src/serve/http/message.cc src/serve/http/errors.cc src/serve/service.cc src/core/error.cc src/core/logging.cc)
+    seeds=fuzz/seeds/http_transport libs=(-lspdlog -lpthread) ;;
   *) echo "fuzz/run.sh: unknown target $target" >&2; exit 2 ;;
 esac
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc \

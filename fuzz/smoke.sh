@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
-targets=(audio_decode multipart kserve_request serve_config safetensors state_dict_pickle checkpoint tar_members
+targets=(audio_decode multipart kserve_request serve_config safetensors http_transport state_dict_pickle checkpoint tar_members
   model_config_yaml)
 mkdir -p build-fuzz
 start=$SECONDS
