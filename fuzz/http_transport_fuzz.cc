@@ -76,24 +76,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   addr.sin_family = AF_INET;
   addr.sin_port = htons(server.transport->port());
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) std::abort();  // stopped accepting
+  int connected;  // interrupted, the handshake goes on: the retry then says EALREADY or, done, EISCONN
+  do connected = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  while (connected != 0 && (errno == EINTR || errno == EALREADY));
+  if (connected != 0 && errno != EISCONN) std::abort();  // the transport stopped accepting
   timeval timeout{.tv_sec = 5, .tv_usec = 0};  // well past the server's own timeouts: longer is a hang
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
   size_t sent = 0;
   while (sent < size) {  // the server may answer and close before reading everything: a failed send is fine
     const ssize_t n = send(fd, data + sent, size - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     sent += static_cast<size_t>(n);
   }
   shutdown(fd, SHUT_WR);
   std::string answer;
   char buffer[4096];
+  // libFuzzer's -timeout check is a SIGALRM every second, and a socket call under SO_RCVTIMEO is never restarted
+  // after a signal: EINTR is retried, and the hang is judged by the clock, not by the call.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout.tv_sec);
   for (;;) {
     const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
     if (n == 0) break;  // closed by the server
     if (n < 0) {
       if (errno == ECONNRESET) break;
+      if (errno == EINTR && std::chrono::steady_clock::now() < deadline) continue;
       std::abort();  // no answer and no close within 5 s: a hang
     }
     answer.append(buffer, static_cast<size_t>(n));
