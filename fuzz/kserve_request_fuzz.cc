@@ -2,7 +2,8 @@
 // extension, on any bytes. The first input byte picks the form: even, plain JSON; odd, the binary extension with
 // the next two bytes (little-endian) as Inference-Header-Content-Length, so that lengths past the body and 0 (a
 // single raw input) are reached too. Parsing must return or throw ServeError or steno::Error; the element-count
-// check the model runs next must then answer or throw steno::Error. Built and run by fuzz/run.sh.
+// check and prepare_inference (serve/frontend/kserve_model.h: what a transcription or a diarization model accepts)
+// must then answer or throw steno::Error. Built and run by fuzz/run.sh.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "serve/frontend/infer_tensors.h"
+#include "serve/frontend/kserve_model.h"
 #include "serve/http/kserve_tensors.h"
 #include "steno/core/error.h"
 #include "steno/serve/service.h"
@@ -25,6 +27,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       try {
         steno::serve::check_element_count(t);
       } catch (const steno::Error&) {  // a count that disagrees with the shape is refused
+      }
+    }
+    for (const char* task : {"transcription", "diarization"}) {
+      try {
+        (void)steno::serve::prepare_inference(request, task);
+      } catch (const steno::Error&) {  // a request this model does not accept
       }
     }
   } catch (const steno::serve::ServeError&) {

@@ -2,7 +2,7 @@
 # Builds a libFuzzer target with clang (address and undefined-behaviour sanitizers) and runs it on its corpus.
 #   fuzz/run.sh TARGET [SECONDS] [--no-merge]   (default 600; TARGET: state_dict_pickle, checkpoint, tar_members,
 #                                      model_config_yaml, audio_decode, multipart, kserve_request, serve_config,
-#                                      safetensors, http_transport; fuzz/smoke.sh runs them all briefly, as CI does)
+#                                      safetensors, http_transport, grpc_request; fuzz/smoke.sh runs them all briefly, as CI does)
 # The corpus is fuzz/corpus/TARGET, with the target's test fixtures as seeds; inputs that reach new code are merged
 # back into it at the end (-merge=1: only what adds coverage; --no-merge leaves the corpus as it is), and any crash is
 # left as fuzz/crash-* with the message (the exit status is then non-zero). A clean run with the merge adds a line
@@ -29,6 +29,8 @@ case $target in
   multipart) sources=(src/serve/http/multipart.cc src/serve/http/header_value.cc src/core/error.cc)
     seeds=fuzz/seeds/multipart ;;
   kserve_request) sources=(src/serve/http/kserve_tensors.cc src/serve/frontend/infer_tensors.cc
+    src/serve/frontend/kserve_model.cc src/serve/frontend/diarization_formats.cc
+    src/serve/frontend/speaker_transcript.cc src/diar/diarization_text.cc src/diar/speaker_attribution.cc
     src/serve/http/message.cc src/serve/service.cc src/core/error.cc) seeds=fuzz/seeds/kserve_request ;;
   serve_config) sources=(src/serve/config.cc src/serve/options.cc src/vad/vad_mode.cc src/core/device.cc
     src/core/dtype.cc src/core/cuda/cuda_stub.cc src/core/error.cc) seeds=fuzz/seeds/serve_config ;;
@@ -37,9 +39,18 @@ case $target in
   http_transport) sources=(src/serve/http/listener.cc src/serve/http/connection.cc src/serve/http/body_spool.cc
     src/serve/http/message.cc src/serve/http/errors.cc src/serve/service.cc src/core/error.cc src/core/logging.cc)
     seeds=fuzz/seeds/http_transport libs=(-lspdlog -lpthread) ;;
+  grpc_request) sources=(src/serve/grpc/tensor_codec.cc src/serve/frontend/infer_tensors.cc
+    src/serve/frontend/kserve_model.cc src/serve/frontend/diarization_formats.cc
+    src/serve/frontend/speaker_transcript.cc src/diar/diarization_text.cc src/diar/speaker_attribution.cc src/serve/service.cc
+    src/core/error.cc "$out/proto/grpc_service.pb.cc")
+    seeds=fuzz/seeds/grpc_request libs=(-lprotobuf) proto=1 ;;
   *) echo "fuzz/run.sh: unknown target $target" >&2; exit 2 ;;
 esac
-clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc \
+if [ "${proto:-0}" = 1 ]; then  # the KServe messages, generated as the build does (protoc from protobuf-compiler)
+  mkdir -p "$out/proto"
+  protoc -Iproto --cpp_out="$out/proto" proto/grpc_service.proto
+fi
+clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc -I"$out/proto" \
   "fuzz/${target}_fuzz.cc" "${sources[@]}" -lfmt -lz "${libs[@]}" -o "$out/${target}_fuzz"
 corpus=fuzz/corpus/$target
 mkdir -p "$corpus" "$out/new-$target"

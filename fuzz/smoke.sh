@@ -7,8 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
-targets=(audio_decode multipart kserve_request serve_config safetensors http_transport state_dict_pickle checkpoint tar_members
-  model_config_yaml)
+targets=(audio_decode multipart kserve_request serve_config safetensors http_transport grpc_request state_dict_pickle checkpoint
+  tar_members model_config_yaml)
 mkdir -p build-fuzz
 start=$SECONDS
 for t in "${targets[@]}"; do

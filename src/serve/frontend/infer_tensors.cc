@@ -52,7 +52,7 @@ void fill_from_raw(InferTensor& t, std::string_view data) {
       fail(ErrorCode::kInvalidArgument, "input '{}': binary FP32 data is {} bytes, not a multiple of 4", t.name,
            data.size());
     t.fp32.resize(data.size() / 4);
-    std::memcpy(t.fp32.data(), data.data(), data.size());
+    if (!data.empty()) std::memcpy(t.fp32.data(), data.data(), data.size());  // an empty one may have no pointer
   }
 }
 

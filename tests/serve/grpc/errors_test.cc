@@ -107,6 +107,8 @@ TEST(GrpcBadInput, Matrix) {
   r = fp32_request({0.1f, 0.2f}, 16000, /*raw=*/true);
   r.set_raw_input_contents(0, "abcdefg");
   EXPECT_STATUS(infer(*stub, r), StatusCode::INVALID_ARGUMENT, "not a multiple of 4");
+  r.set_raw_input_contents(0, "");  // no data at all (fuzz/seeds/grpc_request/regress-empty-raw-fp32.bin)
+  EXPECT_STATUS(infer(*stub, r), StatusCode::INVALID_ARGUMENT, "needs 2 elements but 0 were given");
 
   // Parameters.
   r = bytes_request(flac);
