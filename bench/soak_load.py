@@ -224,10 +224,11 @@ def run(args):
     host, port, timeout = args.host, args.port, args.timeout_s
     tally = Tally()
 
+    only = set(args.only.split(",")) if args.only else {"good", "bad", "cancel", "slow"}
     # References: each clip in each form, alone.
     refs = {}
     t0 = time.monotonic()
-    for form in forms:
+    for form in forms if "good" in only else []:
         for name, audio in clips:
             body, headers = form.request(name, audio)
             status, answer = post(host, port, form.path, body, headers, timeout)
@@ -350,8 +351,10 @@ def run(args):
         return {"t": round(time.monotonic() - START, 2), "rss_mb": round(rss_kb / 1024, 1), "threads": threads,
                 "fds": fds, "pending": pending_requests(), "done": tally.done()}
 
-    workers = [threading.Thread(target=good_worker, args=(i,), daemon=True) for i in range(args.good_workers)]
-    workers += [threading.Thread(target=f, daemon=True) for f in (bad_worker, cancel_worker, slow_worker)]
+    kinds = {"bad": bad_worker, "cancel": cancel_worker, "slow": slow_worker}
+    workers = [threading.Thread(target=good_worker, args=(i,), daemon=True)
+               for i in range(args.good_workers if "good" in only else 0)]
+    workers += [threading.Thread(target=f, daemon=True) for kind, f in kinds.items() if kind in only]
     for w in workers:
         w.start()
     next_print = START
@@ -477,6 +480,8 @@ def main():
     p.add_argument("--max-rss-growth-pct", type=float, default=5)
     p.add_argument("--progress-s", type=float, default=10)
     p.add_argument("--accept-differing-text", action="store_true")
+    p.add_argument("--only", default="", help="some of good,bad,cancel,slow (default all): to find which traffic "
+                                              "makes memory grow")
     p.add_argument("--out", required=True)
     sys.exit(run(p.parse_args()))
 

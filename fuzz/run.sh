@@ -25,7 +25,7 @@ case $target in
   model_config_yaml) sources=(src/nemo/yaml_value.cc src/nemo/import_config.cc src/nemo/python_values.cc
     src/nemo/python_json.cc src/core/error.cc) seeds=fuzz/seeds/model_config_yaml libs=(-lyaml-cpp) ;;
   audio_decode) sources=(src/audio/*.cc src/core/error.cc src/core/logging.cc)
-    seeds=fuzz/seeds/audio_decode libs=(-lsndfile -lsoxr -lmpg123 -lvorbisfile -lspdlog) ;;
+    seeds=fuzz/seeds/audio_decode libs=(-lsndfile -lsoxr -lmpg123 -lvorbis -logg -lspdlog) ;;
   multipart) sources=(src/serve/http/multipart.cc src/serve/http/header_value.cc src/core/error.cc)
     seeds=fuzz/seeds/multipart ;;
   kserve_request) sources=(src/serve/http/kserve_tensors.cc src/serve/frontend/infer_tensors.cc

@@ -2,7 +2,8 @@
 // MP3 and Ogg Vorbis bypass it for their codec libraries because of libsndfile 1.2.0 defects with untrusted input:
 //   MP3:    reads stop at mpg123's pre-scan length *estimate*, silently cutting VBR files without a Xing header and
 //           concatenated files; and mpg123 is left printing to stderr.
-//   Vorbis: every malformed header leaks the codec setup (~5.8 KB), a leak any client can trigger at will.
+//   Vorbis: every malformed header leaks the codec setup (~5.8 KB), a leak any client can trigger at will (and
+//           libvorbisfile leaks on failed opens too: vorbis_reader.h decodes with libvorbis and libogg directly).
 #pragma once
 
 #include <cstdint>

@@ -223,6 +223,20 @@ TEST_F(CodecErrors, OggWithHeadersOnly) {
   }
 }
 
+// Cut inside the comment and setup headers (the pages after the first): libvorbisfile leaked the stream's serial
+// number list on this path (found by fuzz/audio_decode; its input is fuzz/seeds/audio_decode/regress-vorbis-*).
+TEST_F(CodecErrors, OggVorbisCutInsideItsHeaders) {
+  ASSERT_EQ(errors_, "");
+  std::vector<uint8_t> ogg = bytes("t.ogg");
+  const auto pages = testing::ogg_pages(ogg);
+  ASSERT_GE(pages.size(), 3u);
+  ogg.resize(pages[1].offset + pages[1].length / 2);
+  expect_decode_error(ogg, ErrorCode::kDataLoss, "malformed OGG/Vorbis file: it ends inside its headers");
+  ogg = bytes("t.ogg");
+  ogg[pages[1].offset + pages[1].length - 1] ^= 0x5a;  // the setup header's last byte: a failed page checksum
+  expect_decode_error(ogg, ErrorCode::kDataLoss, "malformed OGG/Vorbis file");
+}
+
 TEST_F(CodecErrors, Mp3WithOnlyItsInfoFrame) {
   ASSERT_EQ(errors_, "");
   std::vector<uint8_t> mp3 = bytes("t.mp3");

@@ -101,6 +101,35 @@ TEST_F(DecodeFormats, OggVorbis) {
   EXPECT_EQ(a.format, "ogg/vorbis");
 }
 
+// Concatenated Ogg Vorbis files (a chained stream) decode link after link: twice the tone, exactly; a link of
+// another sample rate is refused by name.
+TEST_F(DecodeFormats, OggVorbisChainedLinksDecodeOneAfterAnother) {
+  ASSERT_EQ(errors_["ogg"], "");
+  std::vector<uint8_t> tone = testing::read_bytes(dir_->file("tone.ogg"));
+  std::vector<uint8_t> chained = tone;
+  chained.insert(chained.end(), tone.begin(), tone.end());
+  const DecodedAudio a = decode_audio(chained);
+  EXPECT_EQ(a.format, "ogg/vorbis");
+  EXPECT_EQ(a.samples.size(), 2 * static_cast<size_t>(kSeconds * kSampleRate));
+  EXPECT_TRUE(a.warnings.empty()) << a.warnings[0];
+
+  const std::string wav22 = dir_->file("tone22.wav"), ogg22 = dir_->file("tone22.ogg");
+  testing::write_bytes(wav22, testing::make_wav_i16({.channels = 2, .sample_rate = 22050},
+                                                    testing::tone_i16(kFreq, 0.5, 22050, 2, kAmplitude)));
+  ASSERT_EQ(testing::run_tool("oggenc", "oggenc -Q -o " + ogg22 + " " + wav22 + " >/dev/null 2>&1"), "");
+  const std::vector<uint8_t> other = testing::read_bytes(ogg22);
+  chained = tone;
+  chained.insert(chained.end(), other.begin(), other.end());
+  try {
+    decode_audio(chained);
+    ADD_FAILURE() << "a chain that changes its sample rate decoded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
+    EXPECT_NE(std::string(e.what()).find("changes sample rate or channel count at link 2"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(DecodeFormats, OggOpus) {
   // libsndfile decodes Opus at 48 kHz and honours pre-skip and end trimming, so the length is exact.
   const DecodedAudio a = decode("opus", "tone.opus", 0.0);

@@ -1,7 +1,7 @@
 // Untrusted audio bytes (a file or an in-memory HTTP body) -> 16 kHz mono float PCM in [-1, 1].
 //
 // Supported containers: WAV (RIFF/RIFX/RF64), AIFF, FLAC, OGG (Vorbis, Opus) and MP3, decoded by libsndfile,
-// libvorbisfile and libmpg123; anything else is refused from its first bytes, before any decoder parses it.
+// libvorbis (with libogg) and libmpg123; anything else is refused from its first bytes, before any decoder parses it.
 // Every malformed input is reported as a steno::Error that names the problem; nothing here aborts, hangs or sizes an
 // allocation from an unchecked header field:
 //   kInvalidArgument  empty input, bytes that are not audio (text, random data), a file with no samples
