@@ -1,17 +1,27 @@
 #include "steno/core/allocator.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <new>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "steno/core/error.h"
 
 namespace steno {
 namespace {
 constexpr size_t kAlignment = 64;  // a cache line, and enough for AVX-512 loads
-}
+// Released idle blocks smaller than glibc's mmap threshold go back to its heap, which keeps the pages: past this
+// many bytes released at once, malloc_trim hands the heap's free pages back to the OS too.
+constexpr size_t kTrimAfterBytes = size_t{16} << 20;
+}  // namespace
 
-CpuCachingAllocator::CpuCachingAllocator(size_t max_cached_bytes) : max_cached_bytes_(max_cached_bytes) {}
+CpuCachingAllocator::CpuCachingAllocator(size_t max_cached_bytes, uint64_t max_idle_allocations)
+    : max_cached_bytes_(max_cached_bytes),
+      max_idle_allocations_(max_idle_allocations),
+      sweep_every_(std::clamp<uint64_t>(max_idle_allocations / 4, 1, 4096)) {}
 
 CpuCachingAllocator::~CpuCachingAllocator() { release_cached(); }
 
@@ -25,20 +35,30 @@ size_t CpuCachingAllocator::size_class(size_t bytes) {
 
 void* CpuCachingAllocator::allocate(size_t bytes) {
   const size_t cls = size_class(bytes);
+  std::vector<void*> idle;
+  size_t idle_bytes = 0;
+  void* cached = nullptr;
   {
     std::lock_guard lock(mu_);
     ++stats_.allocations;
-    auto it = free_blocks_.find(cls);
-    if (it != free_blocks_.end()) {
-      void* p = it->second;
+    if (stats_.allocations % sweep_every_ == 0) idle_bytes = take_idle(idle);
+    // The most recently freed block of the class: the others age, and go once nothing needs them.
+    auto it = free_blocks_.upper_bound(cls);
+    if (it != free_blocks_.begin() && std::prev(it)->first == cls) {
+      --it;
+      cached = it->second.ptr;
       free_blocks_.erase(it);
       ++stats_.cache_hits;
       stats_.bytes_cached -= cls;
       stats_.bytes_in_use += cls;
       stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
-      return p;
     }
   }
+  for (void* p : idle) std::free(p);  // outside the lock
+#if defined(__GLIBC__)
+  if (idle_bytes >= kTrimAfterBytes) malloc_trim(0);
+#endif
+  if (cached != nullptr) return cached;
   void* p = std::aligned_alloc(kAlignment, cls);
   // kResourceExhausted like a device's out-of-memory: the executor retries the batch in smaller pieces.
   if (p == nullptr) fail(ErrorCode::kResourceExhausted, "out of host memory allocating {} bytes", cls);
@@ -48,6 +68,22 @@ void* CpuCachingAllocator::allocate(size_t bytes) {
   return p;
 }
 
+size_t CpuCachingAllocator::take_idle(std::vector<void*>& out) {
+  size_t bytes = 0;
+  for (auto it = free_blocks_.begin(); it != free_blocks_.end();) {
+    if (stats_.allocations - it->second.freed_at > max_idle_allocations_) {
+      out.push_back(it->second.ptr);
+      bytes += it->first;
+      it = free_blocks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  stats_.bytes_cached -= bytes;
+  stats_.idle_released += out.size();
+  return bytes;
+}
+
 void CpuCachingAllocator::deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   const size_t cls = size_class(bytes);
@@ -55,7 +91,7 @@ void CpuCachingAllocator::deallocate(void* ptr, size_t bytes) {
     std::lock_guard lock(mu_);
     stats_.bytes_in_use -= cls;
     if (stats_.bytes_cached + cls <= max_cached_bytes_) {
-      free_blocks_.emplace(cls, ptr);
+      free_blocks_.emplace(cls, Cached{ptr, stats_.allocations});  // after its equals: the newest of its class
       stats_.bytes_cached += cls;
       return;
     }
@@ -70,7 +106,7 @@ PoolStats CpuCachingAllocator::stats() const {
 
 void CpuCachingAllocator::release_cached() {
   std::lock_guard lock(mu_);
-  for (auto& [cls, p] : free_blocks_) std::free(p);
+  for (auto& [cls, block] : free_blocks_) std::free(block.ptr);
   free_blocks_.clear();
   stats_.bytes_cached = 0;
 }

@@ -46,6 +46,26 @@ TEST(CpuCachingAllocator, CacheIsBounded) {
   EXPECT_EQ(alloc.stats().bytes_cached, 4096u);
 }
 
+// A block no allocation reused for a while goes back; blocks reused every pass never do.
+TEST(CpuCachingAllocator, IdleBlocksAreReleasedAndBusyOnesKept) {
+  CpuCachingAllocator alloc(size_t{1} << 30, /*max_idle_allocations=*/16);
+  void* rare = alloc.allocate(1 << 20);  // a shape seen once
+  alloc.deallocate(rare, 1 << 20);
+  void* a = alloc.allocate(4096);  // two of a steady shape at once, once
+  void* b = alloc.allocate(4096);
+  alloc.deallocate(a, 4096);
+  alloc.deallocate(b, 4096);
+  for (int i = 0; i < 100; ++i) {  // then one at a time: the newest is reused, the other ages
+    void* p = alloc.allocate(4096);
+    EXPECT_TRUE(p == a || p == b);
+    alloc.deallocate(p, 4096);
+  }
+  const PoolStats s = alloc.stats();
+  EXPECT_EQ(s.bytes_cached, 4096u);  // the one in use each pass; the rare megabyte and the spare went back
+  EXPECT_EQ(s.idle_released, 2u);
+  EXPECT_EQ(s.cache_hits, 100u);
+}
+
 // Out of memory is kResourceExhausted on the host too, so an executor splits the batch as it does on a GPU.
 TEST(CpuCachingAllocator, OutOfMemoryIsResourceExhausted) {
 #if defined(__SANITIZE_ADDRESS__)

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <vector>
 
 #include "steno/core/device.h"
 
@@ -28,14 +29,19 @@ struct PoolStats {
   size_t peak_bytes_in_use = 0;
   uint64_t allocations = 0;    // allocate() calls
   uint64_t cache_hits = 0;     // allocate() calls served from the cache
+  uint64_t idle_released = 0;  // cached blocks handed back because nothing reused them for a while
 };
 
 // A thread-safe caching allocator for host memory. Sizes are rounded up to a size class (powers of two split in
-// four steps), freed blocks are kept per class and reused; the cache is bounded by `max_cached_bytes`, past which
-// freed blocks go back to the OS.
+// four steps), freed blocks are kept per class and reused, the most recently freed first; the cache is bounded by
+// `max_cached_bytes`, past which freed blocks go back to the OS. A cached block that no allocation of the next
+// `max_idle_allocations` reused goes back too: a server sees batches of ever new shapes (lengths, batch sizes),
+// and a cache holding a block of every shape it ever saw grows for hours towards its bound -- what a soak takes
+// for a leak -- while steady work of the same shapes reuses its blocks every pass and never loses them.
 class CpuCachingAllocator final : public Allocator {
  public:
-  explicit CpuCachingAllocator(size_t max_cached_bytes = size_t{1} << 30);
+  explicit CpuCachingAllocator(size_t max_cached_bytes = size_t{1} << 30,
+                               uint64_t max_idle_allocations = uint64_t{1} << 16);
   ~CpuCachingAllocator() override;
   CpuCachingAllocator(const CpuCachingAllocator&) = delete;
   CpuCachingAllocator& operator=(const CpuCachingAllocator&) = delete;
@@ -50,9 +56,18 @@ class CpuCachingAllocator final : public Allocator {
   static size_t size_class(size_t bytes);  // public for tests
 
  private:
+  struct Cached {
+    void* ptr;
+    uint64_t freed_at;  // stats_.allocations when it was cached
+  };
+  // Under mu_: takes the blocks idle for over max_idle_allocations out of the cache, into `out`; their bytes.
+  size_t take_idle(std::vector<void*>& out);
+
   size_t max_cached_bytes_;
+  uint64_t max_idle_allocations_;
+  uint64_t sweep_every_;  // allocations between looks for idle blocks
   mutable std::mutex mu_;
-  std::multimap<size_t, void*> free_blocks_;  // size class -> block
+  std::multimap<size_t, Cached> free_blocks_;  // size class -> blocks, in the order they were freed
   PoolStats stats_;
 };
 
