@@ -19,6 +19,7 @@ The verdict: no good request failed or answered another body; every bad input an
 (medians), and descriptors and threads stayed flat (the last minute's median within the first's plus the client's
 own connections). Writes --out (JSON: settings, per-kind tallies and latencies, samples, verdict) and the same path
 with .svg (the samples plotted). Exit status 0 when the verdict passes, 1 otherwise, 2 on bad usage.
+`soak_load.py --summarize RESULT.json` prints a result's tallies, verdict and 5-minute medians of the samples.
 """
 import argparse
 import base64
@@ -174,11 +175,17 @@ def raw_exchange(host, port, data, timeout):
     return int(m.group(1)) if m else "no-answer"
 
 
+def request_head(host, path, length, headers, close=True):
+    """A POST's head as raw bytes, for the clients that write the request themselves."""
+    return (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {length}\r\n" +
+            "".join(f"{k}: {v}\r\n" for k, v in headers.items()) +
+            ("Connection: close\r\n" if close else "") + "\r\n").encode()
+
+
 def bad_matrix(host, asr, clip_bytes):
     """(name, raw request bytes, expected status): what the server must refuse, each with its own 4xx."""
-    def req(path, body, ctype, extra=""):
-        return (f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                f"{extra}Connection: close\r\n\r\n").encode() + body
+    def req(path, body, ctype):
+        return request_head(host, path, len(body), {"Content-Type": ctype}) + body
 
     def form(fields, file_name, data):
         body, ctype = multipart(fields, file_name, data)
@@ -285,8 +292,7 @@ def run(args):
         form = forms[0]
         while not stopping.is_set():
             body, headers = form.request(*longest)
-            head = (f"POST {form.path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len(body)}\r\n" +
-                    "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n").encode()
+            head = request_head(host, form.path, len(body), headers, close=False)
             try:
                 with socket.create_connection((host, port), timeout=timeout) as s:
                     s.sendall(head + body)
@@ -301,8 +307,7 @@ def run(args):
         name, audio = min(clips, key=lambda c: len(c[1]))
         while not stopping.is_set():
             body, headers = form.request(name, audio)
-            head = (f"POST {form.path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {len(body)}\r\n" +
-                    "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "Connection: close\r\n\r\n").encode()
+            head = request_head(host, form.path, len(body), headers)
             t = time.monotonic()
             try:
                 with socket.create_connection((host, port), timeout=timeout) as s:
@@ -464,7 +469,24 @@ def plot(samples, warmup_s, verdict):
     return "\n".join(out) + "\n"
 
 
+def summarize(path, window_s=300):
+    """A result file's tallies, verdict and per-window medians of the samples (the figures its README quotes)."""
+    r = json.load(open(path))
+    for kind, k in r["kinds"].items():
+        print(f"{kind}: {k['sent']} sent, {k['outcomes']}, latency {k.get('latency_ms', '-')}")
+    print("verdict:", json.dumps(r["verdict"]))
+    samples = r["samples"]
+    end = samples[-1]["t"] if samples else 0
+    for key in ("rss_mb", "fds", "threads"):
+        medians = [statistics.median([s[key] for s in samples if t <= s["t"] < t + window_s])
+                   for t in range(0, int(end), window_s) if any(t <= s["t"] < t + window_s for s in samples)]
+        print(f"{key}, median per {window_s} s window:", " ".join(f"{m:.0f}" for m in medians))
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--summarize":  # soak_load.py --summarize RESULT.json
+        summarize(sys.argv[2])
+        return
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, required=True)

@@ -17,6 +17,10 @@ merge=1
 out=build-fuzz
 mkdir -p "$out"
 libs=()
+# What the KServe wires share: the tensors, and what each model accepts of a request (serve/frontend/kserve_model.h).
+kserve_frontend=(src/serve/frontend/infer_tensors.cc src/serve/frontend/kserve_model.cc
+  src/serve/frontend/diarization_formats.cc src/serve/frontend/speaker_transcript.cc src/diar/diarization_text.cc
+  src/diar/speaker_attribution.cc src/serve/service.cc src/core/error.cc)
 case $target in
   state_dict_pickle) sources=(src/nemo/state_dict_pickle.cc src/core/error.cc) seeds=tests/data/nemo-pickles ;;
   checkpoint) sources=(src/nemo/checkpoint.cc src/nemo/stored_zip.cc src/nemo/state_dict_pickle.cc src/core/error.cc)
@@ -28,10 +32,8 @@ case $target in
     seeds=fuzz/seeds/audio_decode libs=(-lsndfile -lsoxr -lmpg123 -lvorbis -logg -lspdlog) ;;
   multipart) sources=(src/serve/http/multipart.cc src/serve/http/header_value.cc src/core/error.cc)
     seeds=fuzz/seeds/multipart ;;
-  kserve_request) sources=(src/serve/http/kserve_tensors.cc src/serve/frontend/infer_tensors.cc
-    src/serve/frontend/kserve_model.cc src/serve/frontend/diarization_formats.cc
-    src/serve/frontend/speaker_transcript.cc src/diar/diarization_text.cc src/diar/speaker_attribution.cc
-    src/serve/http/message.cc src/serve/service.cc src/core/error.cc) seeds=fuzz/seeds/kserve_request ;;
+  kserve_request) sources=(src/serve/http/kserve_tensors.cc src/serve/http/message.cc "${kserve_frontend[@]}")
+    seeds=fuzz/seeds/kserve_request ;;
   serve_config) sources=(src/serve/config.cc src/serve/options.cc src/vad/vad_mode.cc src/core/device.cc
     src/core/dtype.cc src/core/cuda/cuda_stub.cc src/core/error.cc) seeds=fuzz/seeds/serve_config ;;
   safetensors) sources=(src/core/safetensors.cc src/core/tensor.cc src/core/dtype.cc src/core/device.cc
@@ -39,10 +41,7 @@ case $target in
   http_transport) sources=(src/serve/http/listener.cc src/serve/http/connection.cc src/serve/http/body_spool.cc
     src/serve/http/message.cc src/serve/http/errors.cc src/serve/service.cc src/core/error.cc src/core/logging.cc)
     seeds=fuzz/seeds/http_transport libs=(-lspdlog -lpthread) ;;
-  grpc_request) sources=(src/serve/grpc/tensor_codec.cc src/serve/frontend/infer_tensors.cc
-    src/serve/frontend/kserve_model.cc src/serve/frontend/diarization_formats.cc
-    src/serve/frontend/speaker_transcript.cc src/diar/diarization_text.cc src/diar/speaker_attribution.cc src/serve/service.cc
-    src/core/error.cc "$out/proto/grpc_service.pb.cc")
+  grpc_request) sources=(src/serve/grpc/tensor_codec.cc "$out/proto/grpc_service.pb.cc" "${kserve_frontend[@]}")
     seeds=fuzz/seeds/grpc_request libs=(-lprotobuf) proto=1 ;;
   *) echo "fuzz/run.sh: unknown target $target" >&2; exit 2 ;;
 esac

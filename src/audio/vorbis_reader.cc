@@ -25,6 +25,8 @@ struct VorbisReader::Codec {
   long serial = 0;
   bool end_of_link = false;  // the link's end-of-stream page is in
   int links = 0;
+  int channels = 0;  // of the first link: every later one must keep them
+  long rate = 0;
 
   explicit Codec(std::span<const uint8_t> b) : bytes(b) { ogg_sync_init(&sync); }
   ~Codec() {
@@ -107,9 +109,9 @@ struct VorbisReader::Codec {
     return true;
   }
 
-  // The next audio packet of the stream, across chained links; false at the end of the input. `link_changed` is
-  // set when a new link began (its format is the caller's to check).
-  bool next_packet(ogg_packet& packet, bool& link_changed, int64_t frames_so_far) {
+  // The next audio packet of the stream, across chained links (each of the first link's format); false at the end
+  // of the input.
+  bool next_packet(ogg_packet& packet, int64_t frames_so_far) {
     for (;;) {
       const int r = ogg_stream_packetout(&stream, &packet);
       if (r == 1) return true;
@@ -122,7 +124,9 @@ struct VorbisReader::Codec {
         if (!open_link(page))
           fail(ErrorCode::kUnimplemented, "chained OGG stream continues with another codec than Vorbis at link {}",
                links + 1);
-        link_changed = true;
+        if (info.channels != channels || info.rate != rate)
+          fail(ErrorCode::kUnimplemented,
+               "chained OGG/Vorbis stream changes sample rate or channel count at link {}", links);
       } else if (ogg_page_serialno(&page) == serial) {
         ogg_stream_pagein(&stream, &page);
         end_of_link = end_of_link || ogg_page_eos(&page) != 0;
@@ -138,7 +142,8 @@ VorbisReader::VorbisReader(std::span<const uint8_t> bytes) : codec_(std::make_un
       fail(ErrorCode::kDataLoss, "malformed OGG/Vorbis file: no Vorbis stream begins among its first pages");
     if (codec_->open_link(page)) break;
   }
-  channels_ = codec_->info.channels;
+  codec_->channels = channels_ = codec_->info.channels;
+  codec_->rate = codec_->info.rate;
   rate_ = static_cast<int>(std::clamp<long>(codec_->info.rate, INT_MIN, INT_MAX));
 }
 
@@ -158,11 +163,7 @@ int64_t VorbisReader::read(float* out, int64_t frames) {
       continue;
     }
     ogg_packet packet;
-    bool link_changed = false;
-    if (!codec_->next_packet(packet, link_changed, frames_read_ + got)) break;
-    if (link_changed && (codec_->info.channels != channels_ || codec_->info.rate != rate_))
-      fail(ErrorCode::kUnimplemented, "chained OGG/Vorbis stream changes sample rate or channel count at link {}",
-           codec_->links);
+    if (!codec_->next_packet(packet, frames_read_ + got)) break;
     // A packet libvorbis cannot synthesize (not audio, or malformed) is skipped, as libvorbisfile does.
     if (vorbis_synthesis(&codec_->block, &packet) == 0) vorbis_synthesis_blockin(&codec_->dsp, &codec_->block);
   }

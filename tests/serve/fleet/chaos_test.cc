@@ -14,7 +14,6 @@
 #include <mutex>
 #include <thread>
 
-#include "../../cli_util.h"
 #include "fleet_harness.h"
 
 namespace steno::testing {
@@ -23,7 +22,6 @@ namespace {
 using namespace std::chrono_literals;
 
 const std::string kDiarizerDir = std::string(STENO_SOURCE_DIR) + "/models/steno-sortformer-small";
-const std::string kConversation = std::string(STENO_SOURCE_DIR) + "/tests/data/diar-testset/conv00.flac";
 // No transcription may take this long: far beyond a short clip's time on a loaded two-core machine, it catches a
 // transcription that waited for the diarizer's restart or queue (a bound on isolation, not a speed measurement).
 constexpr auto kNoWaitBehindTheDiarizer = 10s;
@@ -98,26 +96,7 @@ std::vector<pid_t> diarizer_workers(const ServeProcess& server) {
 }
 
 ClientResponse diarize(const ServeProcess& server, const Headers& extra = {}) {
-  Form form;
-  form.fields = {{"response_format", "rttm"}};
-  form.file = read_file(kConversation);
-  form.filename = "conv00.flac";
-  Headers headers = {{"Content-Type", form.content_type()}};
-  headers.insert(headers.end(), extra.begin(), extra.end());
-  return HttpClient(server.port(), std::chrono::seconds(120))
-      .request("POST", "/v1/audio/diarizations", form.body(), headers);
-}
-
-// `steno diarize`'s RTTM with one thread, as each worker runs (another thread count's summation order can move a
-// segment edge that sits on the threshold).
-const std::string& reference_rttm() {
-  static const std::string rttm = [] {
-    int rc = 0;
-    std::string out = run(std::string(STENO_BINARY) + " diarize --threads 1 '" + kConversation + "' 2>/dev/null", &rc);
-    EXPECT_EQ(rc, 0) << out;
-    return out;
-  }();
-  return rttm;
+  return diarize_rttm(server.port(), conversation_clip(), extra);
 }
 
 std::string two_services(const std::string& extra) {
@@ -126,7 +105,7 @@ std::string two_services(const std::string& extra) {
 }
 
 TEST(Chaos, ADiarizerWorkerKilledMidBatchLeavesTranscriptionsRight) {
-  const std::string& want = reference_rttm();
+  const std::string& want = conversation_rttm();
   // One diarization a batch: both workers busy, two more queued, when one is killed.
   ServeProcess server(two_services("--diarizer-lanes 2 --diarizer-max-batch 1"));
   ASSERT_TRUE(server.started()) << server.log();
@@ -159,7 +138,7 @@ TEST(Chaos, ADiarizerWorkerKilledMidBatchLeavesTranscriptionsRight) {
 }
 
 TEST(Chaos, ADiarizerDeviceFaultLeavesTranscriptionsRight) {
-  const std::string& want = reference_rttm();
+  const std::string& want = conversation_rttm();
   // On a CPU the injected device fault is a bus error of the worker (on a GPU, a trapping kernel): either way the
   // worker dies mid-batch, the batch is replayed, and the request carrying the fault is poisoned after two.
   ServeProcess server(two_services("--diarizer-lanes 2 --enable-fault-injection"));
@@ -189,7 +168,7 @@ TEST(Chaos, ADiarizerDeviceFaultLeavesTranscriptionsRight) {
 }
 
 TEST(Chaos, AFullDiarizerQueueLeavesTranscriptionsRight) {
-  const std::string& want = reference_rttm();
+  const std::string& want = conversation_rttm();
   // Each model has its own queue: the diarizer's, two deep, fills at once; the transcriber's must not notice.
   ServeProcess server(two_services("--diarizer-lanes 1 --diarizer-max-batch 1 --max-queue-size 2"));
   ASSERT_TRUE(server.started()) << server.log();

@@ -213,6 +213,32 @@ const std::vector<Clip>& long_clips() {
   return clips;
 }
 
+const std::string& conversation_clip() {
+  static const std::string path = std::string(STENO_SOURCE_DIR) + "/tests/data/diar-testset/conv00.flac";
+  return path;
+}
+
+const std::string& conversation_rttm() {
+  static const std::string rttm = [] {
+    int rc = 0;
+    std::string out =
+        run(std::string(STENO_BINARY) + " diarize --threads 1 '" + conversation_clip() + "' 2>/dev/null", &rc);
+    EXPECT_EQ(rc, 0) << out;
+    return out;
+  }();
+  return rttm;
+}
+
+ClientResponse diarize_rttm(uint16_t port, const std::string& clip_path, const Headers& extra) {
+  Form form;
+  form.fields = {{"response_format", "rttm"}};
+  form.file = read_file(clip_path);
+  form.filename = std::filesystem::path(clip_path).filename().string();
+  Headers headers = {{"Content-Type", form.content_type()}};
+  headers.insert(headers.end(), extra.begin(), extra.end());
+  return HttpClient(port, std::chrono::seconds(120)).request("POST", "/v1/audio/diarizations", form.body(), headers);
+}
+
 Answer transcribe(uint16_t port, const std::string& clip_path, const Headers& extra, int timeout_s) {
   Form form;
   form.file = read_file(clip_path);

@@ -61,6 +61,13 @@ struct Answer {
 };
 // POST /v1/audio/transcriptions with the clip, waiting up to `timeout_s`.
 Answer transcribe(uint16_t port, const std::string& clip_path, const Headers& extra = {}, int timeout_s = 120);
+// A diarized conversation (tests/data/diar-testset/conv00.flac) and `steno diarize`'s RTTM of it with one thread, as
+// each diarizer worker runs (another thread count's summation order can move a segment edge on the threshold).
+const std::string& conversation_clip();
+const std::string& conversation_rttm();
+// POST /v1/audio/diarizations of the clip with response_format=rttm, waiting up to 120 s.
+ClientResponse diarize_rttm(uint16_t port, const std::string& clip_path, const Headers& extra = {});
+
 // How many "request id=<id> " completion lines the server logged for `id` (the completer logs each exactly once).
 int completions_logged(const std::string& log, const std::string& id);
 

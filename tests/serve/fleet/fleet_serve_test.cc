@@ -53,28 +53,14 @@ TEST(FleetServe, WorkerProcessesServeTheTranscriptsOfSteno_Transcribe) {
 // The diarizer in worker processes of its own (--diarizer-share processes) beside the transcription model's:
 // its RTTM is `steno diarize`'s, and a worker that crashes on a diarization is replaced and the batch replayed.
 TEST(FleetServe, DiarizerWorkerProcessesAnswerAsSteno_DiarizeAndSurviveACrash) {
-  const std::string clip = std::string(STENO_SOURCE_DIR) + "/tests/data/diar-testset/conv00.flac";
-  int rc = 0;
-  // One thread, as each worker has (--threads-per-lane 1): the last frames' probabilities sit near the threshold,
-  // where another thread count's summation order can add or drop a 70 ms segment.
-  const std::string want = run(std::string(STENO_BINARY) + " diarize --threads 1 '" + clip + "' 2>/dev/null", &rc);
-  ASSERT_EQ(rc, 0) << want;
+  const std::string& want = conversation_rttm();
   ServeProcess server("--share processes --executors 1 --threads-per-lane 1 --model diarizer=" +
                       std::string(STENO_SOURCE_DIR) + "/models/steno-sortformer-small --diarizer-share processes "
                       "--diarizer-lanes 2 --heartbeat-ms 100 --enable-fault-injection");
   ASSERT_TRUE(server.started()) << server.log();
   EXPECT_EQ(server.workers().size(), 3u) << server.log();  // one transcription worker, two diarization workers
 
-  const auto diarize = [&](const Headers& extra) {
-    Form form;
-    form.fields = {{"response_format", "rttm"}};
-    form.file = read_file(clip);
-    form.filename = "conv00.flac";
-    Headers headers = {{"Content-Type", form.content_type()}};
-    headers.insert(headers.end(), extra.begin(), extra.end());
-    return HttpClient(server.port(), std::chrono::seconds(120))
-        .request("POST", "/v1/audio/diarizations", form.body(), headers);
-  };
+  const auto diarize = [&](const Headers& extra) { return diarize_rttm(server.port(), conversation_clip(), extra); };
   const ClientResponse plain = diarize({});
   EXPECT_EQ(plain.status, 200) << plain.body;
   EXPECT_EQ(plain.body, want);
