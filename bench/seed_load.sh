@@ -4,6 +4,7 @@
 #                      [--concurrency "1 4 8 16 20 24 32 64 100"] [--duration-s 30] [--warmup-s 5] [--timeout-s 60]
 #                      [--sla-mean-ms 650] [--sla-p99-ms 1000] [--steno CMD] [--serve-load CMD] [--note TEXT]
 #                      [--inject-fault crash|hang|device-fault|oom --inject-after-s 10] [--protocol http|grpc]
+#                      [--chaos 'CMD ARGS...' --inject-after-s 10]
 #                      [--accept-differing-text] [--clip-seconds 45] [-- STENO_SERVE_ARGS...]
 # 1. makes the clip: `serve_load --make-clip`, the espeak test clips (tests/data/testset/espeak/audio/*.flac) in
 #    name order, decoded by steno's audio library, concatenated, repeated as needed, cut to exactly 45.0 s (the
@@ -25,6 +26,10 @@
 #    the clip with the header X-Steno-Fault: KIND, is sent with curl --inject-after-s seconds into the sweep: the
 #    load's own requests must all still be answered right (supervision replays what the fault cost), and the
 #    result records the faulty request's answer and the fleet's /metrics (restarts, replays, poisoned requests);
+#    with --chaos, CMD ARGS --port PORT --server-pid PID --out FILE is run --inject-after-s seconds into the sweep
+#    (bench/chaos_diarizer.py: the diarizer hurt while the seed load transcribes): it writes its events as JSON to
+#    FILE, which the result holds as `chaos`, with the load's requests sent during each event (count, failures,
+#    latency max and p99); its non-zero exit status fails the run;
 # 4. stops the server with SIGTERM and requires exit code 0;
 # 5. writes OUT: serve_load's result (points with per-request rows, headline, settings), the GPU samples summed up
 #    per point, the machine (CPU, cores, GPU, driver, CUDA version), the commit, the load average before and after,
@@ -57,12 +62,14 @@ clip_seconds=45
 # own_option OPTION VALUE...: this script's own options, which parse_sweep_args tries first.
 inject_fault=
 inject_after_s=10
+chaos=
 protocol=http
 own_option() {
   case $1 in
     --concurrency) concurrency=$2 ;;
     --inject-fault) inject_fault=$2 ;;
     --inject-after-s) inject_after_s=$2 ;;
+    --chaos) chaos=$2 ;;
     --protocol) protocol=$2 ;;
     --clip-seconds) clip_seconds=$2 ;;
     *) return 1 ;;
@@ -89,6 +96,8 @@ if [ -n "$inject_fault" ]; then
   [[ $inject_after_s =~ ^[0-9]+$ ]] || usage_error "--inject-after-s: '$inject_after_s' is not a whole number of seconds"
   command -v curl >/dev/null || usage_error "--inject-fault sends its request with curl, which is not installed"
 fi
+[[ -n $chaos || -n $inject_fault ]] && { [[ $inject_after_s =~ ^[0-9]+$ ]] ||
+  usage_error "--inject-after-s: '$inject_after_s' is not a whole number of seconds"; }
 points=$(wc -w <<< "$concurrency")
 echo "seed_load.sh: $points points (concurrency $concurrency), each ${warmup_s} s warm-up + ${duration_s} s window" \
      "+ the drain: about $(sweep_estimate_s "$points") s"
@@ -130,10 +139,23 @@ if [ -n "$inject_fault" ]; then
       -F "file=@$clip" "http://127.0.0.1:$port/v1/audio/transcriptions" >"$work/fault_status.txt" 2>&1 ) &
   fault_pid=$!
 fi
+chaos_pid=
+chaos_rc=0
+if [ -n "$chaos" ]; then
+  read -r -a chaos_cmd <<< "$chaos"
+  chaos_cmd+=(--port "$port" --server-pid "$pid" --out "$work/chaos.json")
+  ( sleep "$inject_after_s"; exec "${chaos_cmd[@]}" ) >"$work/chaos.log" 2>&1 &
+  chaos_pid=$!
+fi
 run_sweep
 if [ -n "$fault_pid" ]; then
   wait "$fault_pid" || true
   echo "$script: the request with X-Steno-Fault: $inject_fault was answered $(cat "$work/fault_status.txt")"
+fi
+if [ -n "$chaos_pid" ]; then
+  wait "$chaos_pid" || chaos_rc=$?
+  sed "s/^/$script: chaos: /" "$work/chaos.log"
+  echo "$script: the chaos command exited with $chaos_rc: ${chaos_cmd[*]}"
 fi
 http_get /metrics >"$work/metrics_after.txt" 2>/dev/null || true  # the fleet's state after the sweep
 
@@ -143,8 +165,28 @@ record_load_after
 
 # 5. The result file.
 prepare_sweep_result
-export LOAD_CLIP_CMD="${clip_cmd[*]}" LOAD_INJECT_FAULT=$inject_fault LOAD_INJECT_AFTER_S=$inject_after_s
+export LOAD_CLIP_CMD="${clip_cmd[*]}" LOAD_INJECT_FAULT=$inject_fault LOAD_INJECT_AFTER_S=$inject_after_s \
+  LOAD_CHAOS_CMD="${chaos_cmd[*]:-}" LOAD_CHAOS_RC=$chaos_rc
 run_result_python py_result_helpers py_sweep_helpers <<'PY'
+def chaos_result(sweep, events, log):
+    """The chaos command's events, each with the load's requests sent while it lasted (and 2 s after): how many,
+    how many failed, and their latency -- the transcriber's view of the diarizer's trouble."""
+    out = dict(command=e["LOAD_CHAOS_CMD"], exit_code=int(e["LOAD_CHAOS_RC"]), log=log, events=[])
+    point = (sweep.get("points") or [None])[0]
+    for ev in (events or {}).get("events", []):
+        ev = dict(ev)
+        if point:
+            opened = point["window_unix_s"][0]
+            lo, hi = (ev["start_unix_s"] - opened) * 1000, (ev["end_unix_s"] + 2 - opened) * 1000
+            sent = [r for r in point["per_request"] if lo <= r["sent_ms"] <= hi]
+            lat = sorted(r["latency_ms"] for r in sent)
+            ev["load_during"] = dict(
+                requests=len(sent), failed=sum(1 for r in sent if r["result"] != "ok"),
+                latency_ms=dict(max=lat[-1], p99=lat[min(len(lat) - 1, int(0.99 * len(lat)))],
+                                mean=sum(lat) / len(lat)) if lat else None)
+        out["events"].append(ev)
+    return out
+
 sweep = json.load(open(path("sweep.json")))
 clip = read_json("clip.json")
 if clip:
@@ -171,6 +213,8 @@ if e.get("LOAD_INJECT_FAULT"):
         kind=e["LOAD_INJECT_FAULT"], after_s=int(e["LOAD_INJECT_AFTER_S"]),
         http_status=(text("fault_status.txt") or "").strip(), body=text("fault_body.txt"),
         fleet_metrics=fleet_metrics)
+if e.get("LOAD_CHAOS_CMD"):
+    result["chaos"] = chaos_result(sweep, read_json("chaos.json"), text("chaos.log", 20000))
 write_sweep_result(result)
 
 print("seed_load.sh: %-11s %8s %6s %7s %7s %11s %10s %9s %9s %5s %7s" % (
@@ -188,4 +232,5 @@ print("seed_load.sh: headline: %s" % ("%.2f requests/s at concurrency %d (mean %
 print("seed_load.sh: wrote %s" % e["LOAD_OUT"])
 PY
 
+[ "$chaos_rc" -eq 0 ] || fail "the chaos command's checks failed (exit code $chaos_rc); see $out"
 sweep_verdict

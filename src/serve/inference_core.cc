@@ -188,6 +188,11 @@ void InferenceCore::submit(Submission s, AnswerFn answer) {
       return complete(refuse(std::move(r), ServeError(Outcome::kInvalidInput,
                                                       fmt::format("{} must be crash, hang, device-fault or oom",
                                                                   kFaultHeader))));
+    if (m->info.share != "processes" && m->info.share != "mps")
+      return complete(refuse(std::move(r), ServeError(Outcome::kInvalidInput,
+                                                      fmt::format("{} needs worker processes, and model '{}' runs "
+                                                                  "in {}",
+                                                                  kFaultHeader, m->info.name, m->info.share))));
     r->fault = *fault;
   }
   ServedModel* diarizer = nullptr;

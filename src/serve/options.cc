@@ -351,7 +351,8 @@ std::vector<Option> make_options() {
   const std::string tests = "Tests";
   t.push_back(bind(tests, {"enable-fault-injection", {}, "", "TESTS ONLY: honour the X-Steno-Fault: "
                                                                "crash|hang|device-fault|oom request header (worker "
-                                                               "processes); never on a server others use"},
+                                                               "processes of either model; a lanes model refuses "
+                                                               "it); never on a server others use"},
                    STENO_FIELD(enable_fault_injection)));
   return t;
 }

@@ -172,6 +172,12 @@ TEST(ServeConfig, FaultInjectionNeedsWorkerProcesses) {
   c.enable_fault_injection = true;
   EXPECT_NE(error_of([&] { validate(c); }, ErrorCode::kInvalidArgument).find("needs worker processes"),
             std::string::npos);
+  c.diarizer.dir = "diarizer";  // a diarizer in worker processes is enough (a lane model refuses the header)
+  c.diarizer.share = ShareMode::kProcesses;
+  validate(c);
+  c.diarizer.share = ShareMode::kLanes;
+  EXPECT_NE(error_of([&] { validate(c); }, ErrorCode::kInvalidArgument).find("needs worker processes"),
+            std::string::npos);
   c.model.share = ShareMode::kProcesses;
   validate(c);
 }

@@ -167,6 +167,26 @@ TEST(Chaos, ADiarizerDeviceFaultLeavesTranscriptionsRight) {
   EXPECT_EQ(server.stop(), 0) << server.log();
 }
 
+TEST(Chaos, WithTheTranscriberInLanesOnlyTheDiarizerTakesInjectedFaults) {
+  // The GPU's chaos run keeps the transcriber in lanes beside the diarizer's workers: the server starts with fault
+  // injection when one model has worker processes, and the lanes' model refuses the header instead of ignoring it.
+  ServeProcess server("--threads-per-lane 1 --model diarizer=" + kDiarizerDir +
+                      " --diarizer-share processes --diarizer-lanes 1 --enable-fault-injection");
+  ASSERT_TRUE(server.started()) << server.log();
+  const Clip& clip = short_clips()[0];
+  const Answer refused = transcribe(server.port(), clip.path, {{"X-Steno-Fault", "crash"}});
+  EXPECT_EQ(refused.status, 400) << refused.text;
+  EXPECT_NE(refused.text.find("X-Steno-Fault needs worker processes, and model 'steno-tdt-small-en' runs in lanes"),
+            std::string::npos)
+      << refused.text;
+  const ClientResponse crashed = diarize(server, {{"X-Steno-Fault", "crash"}});
+  EXPECT_EQ(crashed.status, 500) << crashed.body;
+  const Answer plain = transcribe(server.port(), clip.path);
+  EXPECT_EQ(plain.status, 200) << plain.text;
+  EXPECT_EQ(plain.text, clip.transcript);
+  EXPECT_EQ(server.stop(), 0) << server.log();
+}
+
 TEST(Chaos, AFullDiarizerQueueLeavesTranscriptionsRight) {
   const std::string& want = conversation_rttm();
   // Each model has its own queue: the diarizer's, two deep, fills at once; the transcriber's must not notice.
