@@ -8,7 +8,11 @@ transcriber. Run as seed_load.sh's --chaos command, or by hand against a running
 The server must serve a diarizer in worker processes (--diarizer-share processes or mps, two or more of them) with
 --enable-fault-injection and a --max-queue-size below --queue-burst. In turn, --gap-s apart:
   reference     one diarization of the clip (RTTM): every later answer of 200 must be this one;
-  kill          24 diarizations at once, and 0.2 s later one diarizer worker SIGKILLed: all answered, all the reference;
+  idle-kill     one diarizer worker SIGKILLed with no diarization in flight: it is replaced, the other worker is the
+                same process (no GPU work was outstanding, so even under MPS its group keeps running), and the next
+                diarization is the reference;
+  kill          24 diarizations at once, and 0.2 s later one diarizer worker SIGKILLed (mid-batch or between two:
+                the server's log says which): all answered, all the reference;
   device-fault  one diarization with X-Steno-Fault: device-fault beside four plain ones: the faulted one answered
                 with a 5xx (poisoned after its replays), the plain ones the reference (on a GPU the fault is a
                 trapping kernel: under MPS every client of the daemon dies with it, the transcriber's too);
@@ -125,6 +129,23 @@ def main():
             t[key] = t.get(key, 0) + 1
         return t
 
+    def idle_kill():
+        victims = diarizer_workers(args.server_pid, args.diarizer_dir_name)
+        if len(victims) < 2:
+            return dict(workers=victims), False, f"{len(victims)} diarizer workers found; --diarizer-lanes >= 2 needed"
+        os.kill(victims[0], signal.SIGKILL)
+        now = []
+        for _ in range(300):  # its replacement within 30 s
+            now = diarizer_workers(args.server_pid, args.diarizer_dir_name)
+            if len(now) == len(victims) and victims[0] not in now:
+                break
+            time.sleep(0.1)
+        kept = victims[1] in now
+        status, answer = diarize()
+        ok = kept and len(now) == len(victims) and status == 200 and answer == reference["rttm"]
+        return (dict(killed=victims[0], workers_after=now, other_worker_kept=kept, status=status), ok,
+                f"workers {victims} -> {now} (the other kept: {kept}), then status {status}")
+
     def kill():
         victims = diarizer_workers(args.server_pid, args.diarizer_dir_name)
         if len(victims) < 2:
@@ -154,7 +175,7 @@ def main():
 
     event("reference", first)
     if reference.get("rttm") is not None and events[-1]["ok"]:
-        for name, run in (("kill", kill), ("device-fault", device_fault), ("queue-full", queue_full),
+        for name, run in (("idle-kill", idle_kill), ("kill", kill), ("device-fault", device_fault), ("queue-full", queue_full),
                           ("after", after)):
             event(name, run)
     with open(args.out, "w") as f:

@@ -7,8 +7,8 @@
 #                                                 DeviceGroupsOnOneGpu: one GPU listed twice, each sharing mode)
 #   bench/run_gpu_hardening.sh soak-start SECONDS  bench/soak.sh for SECONDS in a session of its own (setsid: it
 #                                                 outlives the call that starts it), into $SOAK_DIR
-#   bench/run_gpu_hardening.sh soak-wait [OUT]    waits for it (up to 9 minutes, the call's limit less a margin),
-#                                                 printing its progress; once it has ended, copies its result to OUT
+#   bench/run_gpu_hardening.sh soak-wait [OUT] [SECONDS]  waits for it (up to SECONDS, default 540: a call's limit
+#                                                 less a margin); once it has ended, copies its result to OUT
 # OUT defaults to $OUT. Both models are the bundled ones on CUDA in f32, whose transcripts do not depend on a
 # clip's batch, so every answer can be held to the first one's.
 #
@@ -29,25 +29,27 @@ case ${1:-} in
   chaos)
     out=${2:-$OUT}
     mkdir -p "$out"
-    STENO_BINARY=$pkg/bin/steno timeout 300 "$run" fleet_test --gtest_filter='DeviceGroupsOnOneGpu*' \
+    [ "${STENO_CHAOS_DEVICE_GROUPS:-1}" = 1 ] && STENO_BINARY=$pkg/bin/steno timeout 300 "$run" fleet_test \
+      --gtest_filter='*DeviceGroupsOnOneGpu*' \
       >"$out/device-groups.log" 2>&1
     echo "device groups: exit $?; $(grep -E '^\[  (PASSED|FAILED) ' "$out/device-groups.log" | tr '\n' ' ')"
     # Two arms. mps-both: the transcriber's 3 workers and the diarizer's 2 under one MPS daemon -- a device fault
     # in any client faults every client of the daemon, so the transcriber's workers restart too and its requests
     # are replayed (the cost of sharing a daemon, measured). asr-lanes: the transcriber in lanes (a CUDA context of
     # its own, beside the daemon's), the diarizer under MPS -- the fault stays among the diarizer's clients.
-    # The diarizer: one request a batch, so that a kill lands mid-batch. A queue of 128 pieces each (the seed load
-    # at c = 16 queues at most 80 of a 45 s clip's pieces; the 400-request burst overflows the diarizer's).
-    for arm in mps-both asr-lanes; do
+    # The diarizer: one request a batch, so that a kill can land mid-batch. A queue of 32 each: the load's 10 s clip
+    # is one piece, so at c = 16 the transcriber's never fills, and the 400-request burst overflows the diarizer's
+    # (a queue of 128 did not: the H200 drained it as fast as the burst arrived). STENO_CHAOS_ARMS picks the arms.
+    for arm in ${STENO_CHAOS_ARMS:-mps-both asr-lanes}; do
       case $arm in
         mps-both) asr=(--share mps --executors 3) ;;
         asr-lanes) asr=(--share lanes --executors 3) ;;
       esac
       timeout 240 env STENO_COMMIT="${STENO_COMMIT:-}" bench/seed_load.sh --steno "$run steno" \
-        --serve-load "$run serve_load" --out "$out/chaos-$arm.json" --concurrency 16 --warmup-s 5 --duration-s 75 \
+        --serve-load "$run serve_load" --out "$out/chaos-$arm.json" --concurrency 16 --warmup-s 5 --duration-s 75 --clip-seconds 10 \
         --chaos "python3 bench/chaos_diarizer.py --gap-s 6" --inject-after-s 8 \
         --note "chaos on the diarizer (bench/chaos_diarizer.py) while the seed load transcribes: $arm" \
-        -- "${models[@]}" "${asr[@]}" --max-batch 16 --max-queue-delay-ms 20 --max-queue-size 128 \
+        -- "${models[@]}" "${asr[@]}" --max-batch 16 --max-queue-delay-ms 20 --max-queue-size 32 \
         --diarizer-share mps --diarizer-lanes 2 --diarizer-max-batch 1 --enable-fault-injection \
         >"$out/chaos-$arm.log" 2>&1
       echo "chaos $arm: exit $?"
@@ -67,7 +69,7 @@ case ${1:-} in
     ;;
   soak-wait)
     out=${2:-$OUT}
-    for _ in $(seq 54); do
+    for _ in $(seq $(( ${3:-540} / 10 ))); do
       [ -e "$soak_dir/rc" ] && break
       sleep 10
     done

@@ -188,7 +188,7 @@ void InferenceCore::submit(Submission s, AnswerFn answer) {
       return complete(refuse(std::move(r), ServeError(Outcome::kInvalidInput,
                                                       fmt::format("{} must be crash, hang, device-fault or oom",
                                                                   kFaultHeader))));
-    if (m->info.share != "processes" && m->info.share != "mps")
+    if (m->info.share == "lanes" || m->info.share == "green")  // threads of this process: nothing survives a fault
       return complete(refuse(std::move(r), ServeError(Outcome::kInvalidInput,
                                                       fmt::format("{} needs worker processes, and model '{}' runs "
                                                                   "in {}",

@@ -242,7 +242,14 @@ Loss WorkerSupervisor::lose(int i, RestartReason reason, const std::string& why,
                 status.str(), batch_size > 0 ? fmt::format("replaying its batch of {}", batch_size) : "it was idle");
   if (metrics_) metrics_->worker_restarted(reason);
   w.process.reset();
-  if (group_ && !victim) {
+  // Under MPS a client that ends with GPU work outstanding can leave the daemon and its other clients in an
+  // undefined state (NVIDIA's MPS guide: client early termination), hence the group restart. One killed by a signal
+  // while idle had none (a batch is answered only once its results are on the host), so it restarts alone: an
+  // operator's kill or the OOM killer on an idle diarizer worker does not cost the transcriber its workers.
+  const bool alone = reason == RestartReason::kSignal && batch_size == 0;
+  if (group_ && !victim && alone)
+    spdlog::warn("worker {} was killed while idle: restarting it alone, its group keeps running", i);
+  if (group_ && !victim && !alone) {
     spdlog::warn("worker {} faulted: restarting every worker of its group", i);
     group_->fault(this, i);
   }

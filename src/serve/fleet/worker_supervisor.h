@@ -8,10 +8,11 @@
 //             misbehaving one is SIGKILLed; it is logged with its index, pid, exit status or signal and batch, and
 //             counted by reason. With restart_group_on_fault (MPS, where one client's fault kills every client of
 //             the GPU) it also kills every other worker of the group (fault_group.h: this fleet's, or every fleet
-//             under the same daemon); their executors then find them lost as victims (Loss::kGroup), and the shared
-//             weights are dropped. No worker starts again until every worker of the group is gone and the group's
-//             recovery has run: under MPS a client that starts while a faulted one still lives is refused, or
-//             faults in its first batch, and its replayed requests would be charged a second fault they did not
+//             under the same daemon) -- unless it was killed by a signal while idle, with no GPU work outstanding:
+//             that one restarts alone; the others' executors find them lost as victims (Loss::kGroup), and the
+//             shared weights are dropped. No worker starts again until every worker of the group is gone and the
+//             group's recovery has run: under MPS a client that starts while a faulted one still lives is refused,
+//             or faults in its first batch, and its replayed requests would be charged a second fault they did not
 //             cause.
 //   stop(i)   an orderly end (draining): the worker's socket is shut, it exits, what is left is killed.
 // Workers exit with the server: the parent-death signal ends them if it dies, and destroying the supervisor kills

@@ -5,13 +5,17 @@
 // daemon also needs its clients gone, which is why the recovery waits for all of them: see the GPU serving check.)
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "../metrics_text.h"
 #include "serve/fleet/fault_group.h"
@@ -28,9 +32,9 @@ using namespace std::chrono_literals;
 
 const std::string kModelDir = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en";
 
-// This process's children that are still alive (zombies excluded: their process has ended).
-int live_children() {
-  int n = 0;
+// This process's children that are still alive (zombies excluded: their process has ended), by pid.
+std::vector<pid_t> children() {
+  std::vector<pid_t> out;
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string name = entry.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -41,10 +45,12 @@ int live_children() {
       if (line.rfind("State:", 0) == 0) state = line.substr(7, 1);
       if (line.rfind("PPid:", 0) == 0) ppid = std::stoi(line.substr(5));
     }
-    if (ppid == getpid() && state != "Z") ++n;
+    if (ppid == getpid() && state != "Z") out.push_back(std::stoi(name));
   }
-  return n;
+  return out;
 }
+
+int live_children() { return static_cast<int>(children().size()); }
 
 // Worker processes of the bundled model that restart as a group after a fault (the recovery or group set after).
 fleet::WorkerFleetConfig group_workers(int workers) {
@@ -124,6 +130,57 @@ TEST(GroupRestart, NoWorkerStartsAgainUntilTheWholeGroupIsGoneAndRecovered) {
   EXPECT_EQ(up_at_recovery, 0);
   EXPECT_GE(testing::metric_value(metrics, "steno_worker_restarts_total", {{"reason", "group"}}).value_or(0), 1.0)
       << metrics;
+}
+
+
+// A worker killed while idle had no GPU work outstanding: it restarts alone, and its group keeps running (under MPS
+// a kill mid-batch still restarts the group: the test above's crash).
+TEST(GroupRestart, AWorkerKilledWhileIdleRestartsAlone) {
+  spdlog::set_level(spdlog::level::off);
+  std::atomic<int> recoveries{0};
+  fleet::WorkerFleetConfig f = group_workers(2);
+  f.recover_group = [&] { ++recoveries; };
+  InferenceCore core({worker_model("m", f)}, CoreConfig{});
+  const std::vector<pid_t> before = children();
+  ASSERT_EQ(before.size(), 2u);
+  ASSERT_EQ(::kill(before[0], SIGKILL), 0);
+  // Back to two workers: the killed one replaced, the other the same process.
+  std::vector<pid_t> after;
+  for (int i = 0; i < 600; ++i) {
+    after = children();
+    if (after.size() == 2 && std::find(after.begin(), after.end(), before[0]) == after.end() &&
+        testing::metric_value(core.render_metrics(), "steno_workers_up", {}).value_or(0) == 2)
+      break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_NE(std::find(after.begin(), after.end(), before[1]), after.end()) << "the idle kill restarted the group";
+  EXPECT_EQ(recoveries.load(), 0);
+  const std::string metrics = core.render_metrics();
+  EXPECT_EQ(testing::metric_value(metrics, "steno_worker_restarts_total", {{"reason", "signal"}}).value_or(0), 1.0)
+      << metrics;
+  EXPECT_EQ(testing::metric_value(metrics, "steno_worker_restarts_total", {{"reason", "group"}}).value_or(0), 0.0)
+      << metrics;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<TranscriptionResponse> answer;
+  Submission s;
+  s.id = "after-the-kill";
+  s.model = "m";
+  s.audio = PcmAudio{
+      audio::load_audio_file(std::string(STENO_TEST_DATA) + "/testset/espeak/audio/test-0000001.flac").samples, 16000};
+  core.submit(std::move(s), [&](TranscriptionResponse r) {
+    std::lock_guard lock(mu);
+    answer = std::move(r);
+    cv.notify_all();
+  });
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 120s, [&] { return answer.has_value(); }));
+  }
+  EXPECT_EQ(answer->transcript.text, "the rent is seven pounds a month");
+  core.drain();
 }
 
 // Two fleets under one MPS daemon fault as one group (fault_group.h): the transcription model's and the diarizer's,
