@@ -18,8 +18,15 @@ constexpr size_t kAlignment = 64;  // a cache line, and enough for AVX-512 loads
 constexpr size_t kTrimAfterBytes = size_t{16} << 20;
 }  // namespace
 
-CpuCachingAllocator::CpuCachingAllocator(size_t max_cached_bytes, uint64_t max_idle_allocations)
-    : max_cached_bytes_(max_cached_bytes),
+HostBlockSource heap_blocks() {
+  return {[](size_t bytes) { return std::aligned_alloc(kAlignment, bytes); }, [](void* p) { std::free(p); },
+          "host memory", /*trim_heap=*/true};
+}
+
+CpuCachingAllocator::CpuCachingAllocator(size_t max_cached_bytes, uint64_t max_idle_allocations,
+                                         HostBlockSource source)
+    : source_(source),
+      max_cached_bytes_(max_cached_bytes),
       max_idle_allocations_(max_idle_allocations),
       sweep_every_(std::clamp<uint64_t>(max_idle_allocations / 4, 1, 4096)) {}
 
@@ -54,14 +61,14 @@ void* CpuCachingAllocator::allocate(size_t bytes) {
       stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
     }
   }
-  for (void* p : idle) std::free(p);  // outside the lock
+  for (void* p : idle) source_.release(p);  // outside the lock
 #if defined(__GLIBC__)
-  if (idle_bytes >= kTrimAfterBytes) malloc_trim(0);
+  if (source_.trim_heap && idle_bytes >= kTrimAfterBytes) malloc_trim(0);
 #endif
   if (cached != nullptr) return cached;
-  void* p = std::aligned_alloc(kAlignment, cls);
+  void* p = source_.allocate(cls);
   // kResourceExhausted like a device's out-of-memory: the executor retries the batch in smaller pieces.
-  if (p == nullptr) fail(ErrorCode::kResourceExhausted, "out of host memory allocating {} bytes", cls);
+  if (p == nullptr) fail(ErrorCode::kResourceExhausted, "out of {} allocating {} bytes", source_.what, cls);
   std::lock_guard lock(mu_);
   stats_.bytes_in_use += cls;
   stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
@@ -96,7 +103,7 @@ void CpuCachingAllocator::deallocate(void* ptr, size_t bytes) {
       return;
     }
   }
-  std::free(ptr);
+  source_.release(ptr);
 }
 
 PoolStats CpuCachingAllocator::stats() const {
@@ -106,7 +113,7 @@ PoolStats CpuCachingAllocator::stats() const {
 
 void CpuCachingAllocator::release_cached() {
   std::lock_guard lock(mu_);
-  for (auto& [cls, block] : free_blocks_) std::free(block.ptr);
+  for (auto& [cls, block] : free_blocks_) source_.release(block.ptr);
   free_blocks_.clear();
   stats_.bytes_cached = 0;
 }

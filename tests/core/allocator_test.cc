@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 
 #include "steno/core/error.h"
 
@@ -64,6 +65,51 @@ TEST(CpuCachingAllocator, IdleBlocksAreReleasedAndBusyOnesKept) {
   EXPECT_EQ(s.bytes_cached, 4096u);  // the one in use each pass; the rare megabyte and the spare went back
   EXPECT_EQ(s.idle_released, 2u);
   EXPECT_EQ(s.cache_hits, 100u);
+}
+
+// Blocks come from and go back to the allocator's source (the CUDA backend's pinned staging uses page-locked
+// memory): every block it took is handed back -- idle, over the bound or at release_cached -- and its name is in the
+// out-of-memory message.
+struct CountingSource {
+  static inline int taken = 0, released = 0;
+  static inline bool exhausted = false;
+  static HostBlockSource source() {
+    return {[](size_t bytes) -> void* {
+              if (exhausted) return nullptr;
+              ++taken;
+              return heap_blocks().allocate(bytes);
+            },
+            [](void* p) {
+              ++released;
+              heap_blocks().release(p);
+            },
+            "counted memory", /*trim_heap=*/false};
+  }
+};
+
+TEST(CpuCachingAllocator, BlocksComeFromAndGoBackToItsSource) {
+  {
+    CpuCachingAllocator alloc(8192, /*max_idle_allocations=*/4, CountingSource::source());
+    void* rare = alloc.allocate(1 << 12);
+    alloc.deallocate(rare, 1 << 12);  // cached, then idle
+    void* big = alloc.allocate(1 << 14);
+    alloc.deallocate(big, 1 << 14);  // over the bound: straight back
+    EXPECT_EQ(CountingSource::released, 1);
+    for (int i = 0; i < 8; ++i) alloc.deallocate(alloc.allocate(256), 256);  // the 4 KiB block ages out
+    EXPECT_EQ(CountingSource::released, 2);
+    EXPECT_EQ(alloc.stats().idle_released, 1u);
+    CountingSource::exhausted = true;
+    try {
+      alloc.allocate(1 << 16);
+      FAIL() << "an exhausted source gave a block";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kResourceExhausted);
+      EXPECT_NE(std::string(e.what()).find("out of counted memory"), std::string::npos) << e.what();
+    }
+    CountingSource::exhausted = false;
+  }  // the 256-byte block, cached, goes back with the allocator
+  EXPECT_EQ(CountingSource::taken, 3);
+  EXPECT_EQ(CountingSource::released, 3);
 }
 
 // Out of memory is kResourceExhausted on the host too, so an executor splits the batch as it does on a GPU.

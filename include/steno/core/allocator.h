@@ -32,6 +32,16 @@ struct PoolStats {
   uint64_t idle_released = 0;  // cached blocks handed back because nothing reused them for a while
 };
 
+// Where a caching host allocator gets its blocks and hands them back: the C heap by default; page-locked memory
+// for the CUDA backend's staging (cuda::PinnedAllocator), which the same cache keeps from growing.
+struct HostBlockSource {
+  void* (*allocate)(size_t bytes);  // 64-byte aligned; nullptr when there is no memory
+  void (*release)(void* ptr);
+  const char* what;  // in the out-of-memory message: "host memory"
+  bool trim_heap;    // released blocks went to glibc's heap: malloc_trim after large releases
+};
+HostBlockSource heap_blocks();
+
 // A thread-safe caching allocator for host memory. Sizes are rounded up to a size class (powers of two split in
 // four steps), freed blocks are kept per class and reused, the most recently freed first; the cache is bounded by
 // `max_cached_bytes`, past which freed blocks go back to the OS. A cached block that no allocation of the next
@@ -41,7 +51,8 @@ struct PoolStats {
 class CpuCachingAllocator final : public Allocator {
  public:
   explicit CpuCachingAllocator(size_t max_cached_bytes = size_t{1} << 30,
-                               uint64_t max_idle_allocations = uint64_t{1} << 16);
+                               uint64_t max_idle_allocations = uint64_t{1} << 16,
+                               HostBlockSource source = heap_blocks());
   ~CpuCachingAllocator() override;
   CpuCachingAllocator(const CpuCachingAllocator&) = delete;
   CpuCachingAllocator& operator=(const CpuCachingAllocator&) = delete;
@@ -63,6 +74,7 @@ class CpuCachingAllocator final : public Allocator {
   // Under mu_: takes the blocks idle for over max_idle_allocations out of the cache, into `out`; their bytes.
   size_t take_idle(std::vector<void*>& out);
 
+  HostBlockSource source_;
   size_t max_cached_bytes_;
   uint64_t max_idle_allocations_;
   uint64_t sweep_every_;  // allocations between looks for idle blocks

@@ -169,8 +169,9 @@ class WeightAllocator final : public Allocator {
 // The process-wide weight allocator of `device` (weights outlive every context that reads them).
 WeightAllocator& weight_allocator(int device);
 
-// Pinned (page-locked) host memory, cached like CpuCachingAllocator: staging for host<->device copies that run
-// asynchronously. Its tensors are CPU tensors.
+// Pinned (page-locked) host memory, cached by a CpuCachingAllocator over page-locked blocks (its size classes, its
+// bound and its idle release): staging for host<->device copies that run asynchronously. Its tensors are CPU
+// tensors.
 class PinnedAllocator final : public Allocator {
  public:
   PinnedAllocator();

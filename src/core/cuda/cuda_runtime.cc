@@ -205,42 +205,34 @@ WeightAllocator& weight_allocator(int device) {
 
 // ---- PinnedAllocator ------------------------------------------------------------------------------------------
 
+namespace {
+
+// Page-locked blocks for the host cache. Pinned memory is resident: a cache keeping a block of every staging size
+// a server ever saw would be resident memory that only grows; the cache's idle release hands back what nothing
+// reuses.
+HostBlockSource pinned_blocks() {
+  return {[](size_t bytes) -> void* {
+            void* p = nullptr;
+            if (cudaMallocHost(&p, bytes) == cudaSuccess) return p;
+            cudaGetLastError();  // not sticky: clear it for the next call
+            return nullptr;
+          },
+          [](void* p) { cudaFreeHost(p); }, "pinned host memory", /*trim_heap=*/false};
+}
+
+}  // namespace
+
 struct PinnedAllocator::Cache {
-  std::mutex mu;
-  std::multimap<size_t, void*> free_blocks;  // size class -> block
+  CpuCachingAllocator blocks{size_t{1} << 30, uint64_t{1} << 16, pinned_blocks()};
 };
 
 PinnedAllocator::PinnedAllocator() : cache_(std::make_unique<Cache>()) {}
 
-PinnedAllocator::~PinnedAllocator() {
-  for (auto& [size, p] : cache_->free_blocks) cudaFreeHost(p);
-}
+PinnedAllocator::~PinnedAllocator() = default;
 
-void* PinnedAllocator::allocate(size_t bytes) {
-  const size_t cls = CpuCachingAllocator::size_class(bytes);
-  {
-    std::lock_guard lock(cache_->mu);
-    auto it = cache_->free_blocks.find(cls);
-    if (it != cache_->free_blocks.end()) {
-      void* p = it->second;
-      cache_->free_blocks.erase(it);
-      return p;
-    }
-  }
-  void* p = nullptr;
-  const cudaError_t err = cudaMallocHost(&p, cls);
-  if (err != cudaSuccess) {
-    cudaGetLastError();
-    cuda_fail(err, "cudaMallocHost");
-  }
-  return p;
-}
+void* PinnedAllocator::allocate(size_t bytes) { return cache_->blocks.allocate(bytes); }
 
-void PinnedAllocator::deallocate(void* ptr, size_t bytes) {
-  if (ptr == nullptr) return;
-  std::lock_guard lock(cache_->mu);
-  cache_->free_blocks.emplace(CpuCachingAllocator::size_class(bytes), ptr);
-}
+void PinnedAllocator::deallocate(void* ptr, size_t bytes) { cache_->blocks.deallocate(ptr, bytes); }
 
 PinnedAllocator& default_pinned_allocator() {
   static auto* a = new PinnedAllocator();  // leaked on purpose: tensors may outlive static destruction order
