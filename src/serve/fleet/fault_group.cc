@@ -28,6 +28,11 @@ void FaultGroup::notify_down() {
   cv_.notify_all();
 }
 
+bool FaultGroup::faulting() {
+  std::lock_guard lock(mu_);
+  return recovering_;
+}
+
 void FaultGroup::await_recovery(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   if (!recovering_) return;

@@ -37,6 +37,9 @@ class FaultGroup {
   void await_recovery(std::chrono::milliseconds timeout);
   // A worker went down: wakes a waiting recovery.
   void notify_down();
+  // Between a fault and its recovery: a worker lost now went down with the group, whatever it died of -- under MPS
+  // one that found its context broken by the fault may exit before the group's kill reaches it.
+  bool faulting();
 
  private:
   std::function<void()> recover_;

@@ -234,6 +234,11 @@ Loss WorkerSupervisor::lose(int i, RestartReason reason, const std::string& why,
     victim = std::exchange(w.group_victim, false);
   }
   notify_down();
+  // One whose own exit beat the group's kill -- under MPS it found its context broken by the fault that started the
+  // round, and exited first -- is a victim too: its batch is replayed without a strike, or a transcription replayed
+  // twice beside a diarizer's poison request would be failed as the poison (the H200 chaos run). Checked without the
+  // worker's lock: the group takes the group's lock, then the workers'.
+  if (!victim && group_ && group_->faulting()) victim = true;
   if (victim)
     reason = RestartReason::kGroup;
   else if (reason == RestartReason::kExit && status.signaled)

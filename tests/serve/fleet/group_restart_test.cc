@@ -183,6 +183,30 @@ TEST(GroupRestart, AWorkerKilledWhileIdleRestartsAlone) {
   core.drain();
 }
 
+// A fault opens a round that its recovery closes: a worker lost inside it went down with the group (the supervisor
+// replays its batch uncharged even when its own exit beat the group's kill -- under MPS, a client that found its
+// context broken by another's fault).
+TEST(FaultGroupRound, OpensAtAFaultAndClosesAtItsRecovery) {
+  struct Member : fleet::FaultGroup::Member {
+    int taken_down = 0;
+    void take_down(int) override { ++taken_down; }
+    bool all_down() const override { return true; }
+  } member;
+  int recoveries = 0;
+  fleet::FaultGroup group([&] { ++recoveries; });
+  group.join(&member);
+  EXPECT_FALSE(group.faulting());
+  group.await_recovery(1s);  // nothing pending: no recovery
+  EXPECT_EQ(recoveries, 0);
+  group.fault(&member, 0);
+  EXPECT_TRUE(group.faulting());
+  EXPECT_EQ(member.taken_down, 1);
+  group.await_recovery(1s);
+  EXPECT_EQ(recoveries, 1);
+  EXPECT_FALSE(group.faulting());
+  group.leave(&member);
+}
+
 // Two fleets under one MPS daemon fault as one group (fault_group.h): the transcription model's and the diarizer's,
 // here two models of the bundled ASR. A crash in one takes the other's worker down too; the group's recovery runs
 // with every worker of both gone; both serve again.
