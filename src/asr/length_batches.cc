@@ -56,30 +56,34 @@ std::vector<BatchRange> plan_length_batches(std::span<const int64_t> sorted_samp
   return out;
 }
 
+namespace {
+
+// The batch's clips, checked to lie within the sorted list.
+std::span<const int64_t> clips_of(std::span<const int64_t> sorted_samples, const BatchRange& b) {
+  STENO_CHECK(b.begin < b.end && b.end <= sorted_samples.size(), "batch [{}, {}) is not within {} clips", b.begin,
+              b.end, sorted_samples.size());
+  return sorted_samples.subspan(b.begin, b.size());
+}
+
+int64_t longest_of(std::span<const int64_t> clips) { return *std::max_element(clips.begin(), clips.end()); }
+
+}  // namespace
+
 double batches_cost_ms(std::span<const int64_t> sorted_samples, int sample_rate, std::span<const BatchRange> batches,
                        const BatchCostModel& cost) {
   double total = 0;
-  for (const BatchRange& b : batches) {
-    STENO_CHECK(b.begin < b.end && b.end <= sorted_samples.size(), "batch [{}, {}) is not within {} clips",
-                b.begin, b.end, sorted_samples.size());
-    int64_t longest = 0;
-    for (size_t i = b.begin; i < b.end; ++i) longest = std::max(longest, sorted_samples[i]);
-    total += cost.cost_ms(static_cast<int64_t>(b.size()), static_cast<double>(longest) / sample_rate);
-  }
+  for (const BatchRange& b : batches)
+    total += cost.cost_ms(static_cast<int64_t>(b.size()),
+                          static_cast<double>(longest_of(clips_of(sorted_samples, b))) / sample_rate);
   return total;
 }
 
 double padding_waste(std::span<const int64_t> sorted_samples, std::span<const BatchRange> batches) {
   double real = 0, padded = 0;
   for (const BatchRange& b : batches) {
-    STENO_CHECK(b.begin < b.end && b.end <= sorted_samples.size(), "batch [{}, {}) is not within {} clips",
-                b.begin, b.end, sorted_samples.size());
-    int64_t longest = 0;
-    for (size_t i = b.begin; i < b.end; ++i) {
-      real += static_cast<double>(sorted_samples[i]);
-      longest = std::max(longest, sorted_samples[i]);
-    }
-    padded += static_cast<double>(longest) * static_cast<double>(b.size());
+    const std::span<const int64_t> clips = clips_of(sorted_samples, b);
+    for (const int64_t n : clips) real += static_cast<double>(n);
+    padded += static_cast<double>(longest_of(clips)) * static_cast<double>(clips.size());
   }
   return padded == 0 ? 0.0 : 1.0 - real / padded;
 }
