@@ -209,7 +209,7 @@ namespace {
 
 // Page-locked blocks for the host cache. Pinned memory is resident: a cache keeping a block of every staging size
 // a server ever saw would be resident memory that only grows; the cache's idle release hands back what nothing
-// reuses.
+// reuses. cudaFreeHost waits for the device, but only for blocks idle over 65,536 allocations: rarely.
 HostBlockSource pinned_blocks() {
   return {[](size_t bytes) -> void* {
             void* p = nullptr;
