@@ -93,7 +93,6 @@ if [ "$protocol" = grpc ]; then  # a free port (steno's --grpc-port 0 means off)
 fi
 if [ -n "$inject_fault" ]; then
   [[ $inject_fault =~ ^(crash|hang|device-fault|oom)$ ]] || usage_error "--inject-fault: '$inject_fault' is not crash, hang, device-fault or oom"
-  [[ $inject_after_s =~ ^[0-9]+$ ]] || usage_error "--inject-after-s: '$inject_after_s' is not a whole number of seconds"
   command -v curl >/dev/null || usage_error "--inject-fault sends its request with curl, which is not installed"
 fi
 [[ -n $chaos || -n $inject_fault ]] && { [[ $inject_after_s =~ ^[0-9]+$ ]] ||

@@ -1,6 +1,5 @@
 #include "fleet_harness.h"
 
-#include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../child_processes.h"
 #include "../../cli_util.h"
 #include "steno/audio/decode.h"
 
@@ -139,25 +139,7 @@ int ServeProcess::stop(int timeout_s) {
   return -1;
 }
 
-std::vector<pid_t> ServeProcess::workers() const {
-  std::vector<pid_t> out;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return out;
-  while (dirent* e = ::readdir(proc)) {
-    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
-    if (pid <= 0) continue;
-    const std::string stat = slurp(fs::path("/proc") / e->d_name / "stat");
-    const size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
-    if (close == std::string::npos) continue;
-    std::istringstream fields(stat.substr(close + 1));
-    char state = 0;
-    pid_t ppid = 0;
-    fields >> state >> ppid;
-    if (ppid == pid_ && state != 'Z') out.push_back(pid);
-  }
-  ::closedir(proc);
-  return out;
-}
+std::vector<pid_t> ServeProcess::workers() const { return child_processes(pid_); }
 
 std::string ServeProcess::metrics() const { return curl(port(), "/metrics", "").body; }
 

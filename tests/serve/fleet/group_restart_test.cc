@@ -17,6 +17,7 @@
 #include <optional>
 #include <thread>
 
+#include "../child_processes.h"
 #include "../metrics_text.h"
 #include "serve/fleet/fault_group.h"
 #include "serve/fleet/fleet_metrics.h"
@@ -32,23 +33,8 @@ using namespace std::chrono_literals;
 
 const std::string kModelDir = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en";
 
-// This process's children that are still alive (zombies excluded: their process has ended), by pid.
-std::vector<pid_t> children() {
-  std::vector<pid_t> out;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream status(entry.path() / "status");
-    std::string line, state;
-    int ppid = -1;
-    while (std::getline(status, line)) {
-      if (line.rfind("State:", 0) == 0) state = line.substr(7, 1);
-      if (line.rfind("PPid:", 0) == 0) ppid = std::stoi(line.substr(5));
-    }
-    if (ppid == getpid() && state != "Z") out.push_back(std::stoi(name));
-  }
-  return out;
-}
+// This process's live children: its worker processes.
+std::vector<pid_t> children() { return steno::testing::child_processes(getpid()); }
 
 int live_children() { return static_cast<int>(children().size()); }
 
