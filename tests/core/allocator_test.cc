@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 
 #include "steno/core/error.h"
 
@@ -39,7 +41,7 @@ TEST(CpuCachingAllocator, ReusesFreedBlocksAndAligns) {
 }
 
 TEST(CpuCachingAllocator, CacheIsBounded) {
-  CpuCachingAllocator alloc(4096);
+  CpuCachingAllocator alloc({.max_cached_bytes = 4096});
   void* a = alloc.allocate(4096);
   void* b = alloc.allocate(4096);
   alloc.deallocate(a, 4096);
@@ -49,7 +51,7 @@ TEST(CpuCachingAllocator, CacheIsBounded) {
 
 // A block no allocation reused for a while goes back; blocks reused every pass never do.
 TEST(CpuCachingAllocator, IdleBlocksAreReleasedAndBusyOnesKept) {
-  CpuCachingAllocator alloc(size_t{1} << 30, /*max_idle_allocations=*/16);
+  CpuCachingAllocator alloc({.max_idle_allocations = 16});
   void* rare = alloc.allocate(1 << 20);  // a shape seen once
   alloc.deallocate(rare, 1 << 20);
   void* a = alloc.allocate(4096);  // two of a steady shape at once, once
@@ -65,6 +67,30 @@ TEST(CpuCachingAllocator, IdleBlocksAreReleasedAndBusyOnesKept) {
   EXPECT_EQ(s.bytes_cached, 4096u);  // the one in use each pass; the rare megabyte and the spare went back
   EXPECT_EQ(s.idle_released, 2u);
   EXPECT_EQ(s.cache_hits, 100u);
+}
+
+// A pool allocated from only a few times a batch (the CUDA backend's staging) would take the count limit many
+// minutes to run out: a block nothing reused for max_idle_time goes back too, while one reused every few
+// milliseconds stays; without a time limit the same wait keeps the idle block.
+TEST(CpuCachingAllocator, BlocksIdleForTheTimeLimitAreReleased) {
+  using namespace std::chrono_literals;
+  for (const auto limit : {std::chrono::milliseconds(100), std::chrono::milliseconds(0)}) {
+    CpuCachingAllocator alloc({.max_idle_allocations = uint64_t{1} << 40, .max_idle_time = limit});
+    alloc.deallocate(alloc.allocate(1 << 20), 1 << 20);  // a shape seen once
+    const auto end = std::chrono::steady_clock::now() + 400ms;
+    while (std::chrono::steady_clock::now() < end) {  // a steady shape, a few hundred times
+      alloc.deallocate(alloc.allocate(4096), 4096);
+      std::this_thread::sleep_for(2ms);
+    }
+    const PoolStats s = alloc.stats();
+    if (limit.count() > 0) {
+      EXPECT_GE(s.idle_released, 1u);
+      EXPECT_EQ(s.bytes_cached, 4096u);  // the megabyte went back; the steady block is cached (again, after a stall)
+    } else {
+      EXPECT_EQ(s.idle_released, 0u);
+      EXPECT_EQ(s.bytes_cached, 4096u + (1u << 20));
+    }
+  }
 }
 
 // Blocks come from and go back to the allocator's source (the CUDA backend's pinned staging uses page-locked
@@ -89,7 +115,7 @@ struct CountingSource {
 
 TEST(CpuCachingAllocator, BlocksComeFromAndGoBackToItsSource) {
   {
-    CpuCachingAllocator alloc(8192, /*max_idle_allocations=*/4, CountingSource::source());
+    CpuCachingAllocator alloc({.max_cached_bytes = 8192, .max_idle_allocations = 4}, CountingSource::source());
     void* rare = alloc.allocate(1 << 12);
     alloc.deallocate(rare, 1 << 12);  // cached, then idle
     void* big = alloc.allocate(1 << 14);

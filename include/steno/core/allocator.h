@@ -3,6 +3,7 @@
 // to a cache instead of the OS keeps steady-state inference free of malloc/free and page faults.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -42,17 +43,27 @@ struct HostBlockSource {
 };
 HostBlockSource heap_blocks();
 
+// How long a caching host allocator keeps what it was given back.
+struct HostCacheLimits {
+  size_t max_cached_bytes = size_t{1} << 30;  // past this, freed blocks go back to the source at once
+  // A cached block goes back once no allocation reused it for max_idle_allocations allocations or for
+  // max_idle_time (zero: no time limit), whichever comes first. The count suits a pool allocated from many times a
+  // second (the CPU engine's activations); the time bounds one allocated from only a few times a batch (the CUDA
+  // backend's staging), whose count would take many minutes to run out.
+  uint64_t max_idle_allocations = uint64_t{1} << 16;
+  std::chrono::milliseconds max_idle_time{30'000};
+};
+
 // A thread-safe caching allocator for host memory. Sizes are rounded up to a size class (powers of two split in
 // four steps), freed blocks are kept per class and reused, the most recently freed first; the cache is bounded by
-// `max_cached_bytes`, past which freed blocks go back to the OS. A cached block that no allocation of the next
-// `max_idle_allocations` reused goes back too: a server sees batches of ever new shapes (lengths, batch sizes),
-// and a cache holding a block of every shape it ever saw grows for hours towards its bound -- what a soak takes
-// for a leak -- while steady work of the same shapes reuses its blocks every pass and never loses them.
+// `max_cached_bytes`, past which freed blocks go back to the OS. A cached block that nothing reused for a while
+// (HostCacheLimits) goes back too: a server sees batches of ever new shapes (lengths, batch sizes), and a cache
+// holding a block of every shape it ever saw grows for hours towards its bound -- what a soak takes for a leak --
+// while steady work of the same shapes reuses its blocks every pass and never loses them. Idle blocks are looked
+// for on allocation: a server that stops getting work keeps what it cached until work comes again.
 class CpuCachingAllocator final : public Allocator {
  public:
-  explicit CpuCachingAllocator(size_t max_cached_bytes = size_t{1} << 30,
-                               uint64_t max_idle_allocations = uint64_t{1} << 16,
-                               HostBlockSource source = heap_blocks());
+  explicit CpuCachingAllocator(HostCacheLimits limits = {}, HostBlockSource source = heap_blocks());
   ~CpuCachingAllocator() override;
   CpuCachingAllocator(const CpuCachingAllocator&) = delete;
   CpuCachingAllocator& operator=(const CpuCachingAllocator&) = delete;
@@ -67,17 +78,20 @@ class CpuCachingAllocator final : public Allocator {
   static size_t size_class(size_t bytes);  // public for tests
 
  private:
+  using Clock = std::chrono::steady_clock;
   struct Cached {
     void* ptr;
-    uint64_t freed_at;  // stats_.allocations when it was cached
+    uint64_t freed_at;       // stats_.allocations when it was cached
+    Clock::time_point when;  // ... and the time (set only under a time limit)
   };
-  // Under mu_: takes the blocks idle for over max_idle_allocations out of the cache, into `out`; their bytes.
-  size_t take_idle(std::vector<void*>& out);
+  // Under mu_: takes the blocks idle for too long (limits_) out of the cache, into `out`; their bytes.
+  size_t take_idle(std::vector<void*>& out, Clock::time_point now);
 
   HostBlockSource source_;
-  size_t max_cached_bytes_;
-  uint64_t max_idle_allocations_;
-  uint64_t sweep_every_;  // allocations between looks for idle blocks
+  HostCacheLimits limits_;
+  uint64_t sweep_every_;             // allocations between looks for idle blocks
+  Clock::duration sweep_period_{};   // ... or this long, under a time limit
+  Clock::time_point last_sweep_{};
   mutable std::mutex mu_;
   std::multimap<size_t, Cached> free_blocks_;  // size class -> blocks, in the order they were freed
   PoolStats stats_;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -181,6 +182,7 @@ class PinnedAllocator final : public Allocator {
   Device device() const override { return Device::cpu(); }
   void* allocate(size_t bytes) override;
   void deallocate(void* ptr, size_t bytes) override;
+  PoolStats stats() const;
 
  private:
   struct Cache;
@@ -188,5 +190,7 @@ class PinnedAllocator final : public Allocator {
 };
 
 PinnedAllocator& default_pinned_allocator();
+// Its statistics (for /metrics); nullopt in a build without CUDA.
+std::optional<PoolStats> pinned_pool_stats();
 
 }  // namespace steno::cuda

@@ -46,6 +46,8 @@ PinnedAllocator::PinnedAllocator() = default;
 PinnedAllocator::~PinnedAllocator() = default;
 void* PinnedAllocator::allocate(size_t) { not_built("PinnedAllocator::allocate"); }
 void PinnedAllocator::deallocate(void*, size_t) {}
+PoolStats PinnedAllocator::stats() const { return {}; }
 PinnedAllocator& default_pinned_allocator() { not_built("default_pinned_allocator"); }
+std::optional<PoolStats> pinned_pool_stats() { return std::nullopt; }
 
 }  // namespace steno::cuda
