@@ -12,6 +12,7 @@
 #include "steno/core/error.h"
 
 #include "serve/device_groups.h"
+#include "serve/host_memory_metrics.h"
 
 namespace steno::serve {
 namespace {
@@ -313,7 +314,9 @@ ModelStatistics& ServeStatistics::add_model(const std::string& name, const std::
 }
 
 std::string ServeStatistics::render() const {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  for (auto& f : host_memory_families()) families.push_back(std::move(f));
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace steno::serve

@@ -1,10 +1,15 @@
 // The core's statistics: the Prometheus series under Triton's names and the KServe snapshot, both from one record
 // of each event; and the per-request log line.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "metrics_text.h"
 #include "serve/completer.h"
 #include "serve/statistics.h"
+#include "steno/core/allocator.h"
+#include "steno/core/cuda.h"
 #include "test_requests.h"
 
 namespace steno::serve {
@@ -118,6 +123,33 @@ TEST(Statistics, CountWhatTheExecutorPoolReports) {
   EXPECT_EQ(metric_value(text, "steno_batch_splits_total", {{"model", "tiny"}}), 1.0);
   EXPECT_EQ(metric_value(text, "steno_batch_cap", {{"model", "tiny"}, {"executor", "0"}}), 16.0);
   EXPECT_EQ(metric_value(text, "steno_batch_cap", {{"model", "tiny"}, {"executor", "1"}}), 5.0);
+}
+
+// The process's own memory at each scrape, so that a soak can tell a leak from a cache filling towards its bound:
+// the resident set as /proc has it, and the host cache's blocks as they are handed out and given back.
+TEST(Statistics, HostMemoryIsReadAtEachScrape) {
+  ServeStatistics metrics;
+  const auto rss = metric_value(metrics.render(), "process_resident_memory_bytes", {});
+  ASSERT_TRUE(rss.has_value());
+  std::ifstream statm("/proc/self/statm");
+  long long size = 0, resident = 0;
+  ASSERT_TRUE(statm >> size >> resident);
+  EXPECT_NEAR(*rss, static_cast<double>(resident) * sysconf(_SC_PAGESIZE), 64.0 * (1 << 20));
+  EXPECT_GT(metric_value(metrics.render(), "process_open_fds", {}).value_or(-1), 2.0);  // stdin, stdout, stderr
+
+  const std::map<std::string, std::string> in_use = {{"pool", "host"}, {"state", "in_use"}};
+  const std::map<std::string, std::string> cached = {{"pool", "host"}, {"state", "cached"}};
+  const size_t bytes = size_t{3} << 20;
+  const double in_use_before = metric_value(metrics.render(), "steno_host_cache_bytes", in_use).value();
+  const double cached_before = metric_value(metrics.render(), "steno_host_cache_bytes", cached).value();
+  void* block = default_cpu_allocator().allocate(bytes);
+  EXPECT_GE(metric_value(metrics.render(), "steno_host_cache_bytes", in_use).value(), in_use_before + bytes);
+  default_cpu_allocator().deallocate(block, bytes);
+  EXPECT_EQ(metric_value(metrics.render(), "steno_host_cache_bytes", in_use).value(), in_use_before);
+  EXPECT_GE(metric_value(metrics.render(), "steno_host_cache_bytes", cached).value(), cached_before + bytes);
+  EXPECT_EQ(metric_value(metrics.render(), "steno_host_cache_bytes", {{"pool", "pinned"}}).has_value(),
+            cuda::pinned_pool_stats().has_value());
+  EXPECT_TRUE(metric_value(metrics.render(), "steno_malloc_bytes", {{"state", "free"}}).has_value());
 }
 
 TEST(RequestLog, OneKeyValueLineWithClientStringsQuoted) {
