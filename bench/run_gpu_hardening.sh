@@ -12,7 +12,7 @@
 # OUT defaults to $OUT. Both models are the bundled ones on CUDA in f32, whose transcripts do not depend on a
 # clip's batch, so every answer can be held to the first one's.
 #
-# Package and clips (here), then carry gpu-pkg and bench/soak-clips:
+# Package and clips (here), then carry gpu-pkg and bench/soak-clips-long:
 #   STENO_GPU_PROGRAMS="steno fleet_test serve_load" scripts/package-gpu.sh
 #   bench/soak.sh --long-clip --duration-s 0
 # There, from the repository root, first: mkdir -p /tmp/steno && tar xf gpu-pkg/steno-gpu.tar.xz -C /tmp/steno
@@ -59,7 +59,7 @@ case ${1:-} in
   soak-start)
     seconds=${2:?soak-start SECONDS}
     rm -rf "$soak_dir" && mkdir -p "$soak_dir"
-    setsid bash -c "bench/soak.sh --steno '$run steno' --clips bench/soak-clips --duration-s $seconds \
+    setsid bash -c "bench/soak.sh --steno '$run steno' --clips bench/soak-clips-long --duration-s $seconds \
       --warmup-s 180 --good-workers 16 --out '$soak_dir/soak.json' \
       --note 'the GPU soak: both bundled models on the H200 in f32, lanes' \
       -- --device cuda --dtype f32 --executors 2 --max-batch 16 --diarizer-lanes 2 >'$soak_dir/soak.log' 2>&1; \

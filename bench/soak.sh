@@ -22,8 +22,9 @@
 # exited 0. Exit status 1 otherwise, 2 on bad usage. Needs steno (cmake --build BUILD --target steno), python3, and
 # for the clips sox, opus-tools, vorbis-tools and lame (install-deps installs them with the test tools).
 #
-# On the GPU machine: make the clips here (--long-clip --duration-s 0 stops after them, in bench/soak-clips), carry
-# them and the package, and there: bench/soak.sh --steno "/tmp/steno/run.sh steno" --clips bench/soak-clips
+# On the GPU machine: make the clips here (--long-clip --duration-s 0 stops after them, in bench/soak-clips-long:
+# a set of its own, so that a soak here, which remakes bench/soak-clips, leaves it alone), carry them and the
+# package, and there: bench/soak.sh --steno "/tmp/steno/run.sh steno" --clips bench/soak-clips-long
 #   --duration-s 1800 --out "$OUT/soak.json" -- --device cuda --model DIR
 set -euo pipefail
 
@@ -66,7 +67,7 @@ cd "$src"
 
 # ---- 1. the clips --------------------------------------------------------------------------------------------------
 make_clips() {
-  local dir=bench/soak-clips tool
+  local dir=bench/soak-clips${long_clip:+-long} tool
   for tool in sox opusenc oggenc lame; do
     command -v "$tool" >/dev/null || fail "$tool is not installed (sox, opus-tools, vorbis-tools, lame make the clips)"
   done
