@@ -8,7 +8,7 @@ every command alike. Reports the median wall time and the largest resident set (
 transcripts (so that a comparison with another program can check it heard the same words).
 
   bench/startup.py --steno build/apps/steno/steno [--steno build-gpu/apps/steno/steno] [--runs 21] [--out FILE]
-                   [--whisper-cpp SRC]
+                   [--whisper-cpp SRC] [--gemm onednn,openblas]
 
 With --whisper-cpp, a whisper.cpp source tree (fetched for the benchmark, never kept in this repository), the peer
 joins: its parakeet-cli is built there three ways (default; GGML_LLAMAFILE; GGML_BLAS with OpenBLAS), the NeMo
@@ -98,28 +98,37 @@ def main():
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--out", help="result JSON (default: stdout)")
     ap.add_argument("--whisper-cpp", help="a whisper.cpp source tree: its parakeet-cli joins on nemo-tiny")
+    ap.add_argument("--clip-seconds", default="1,9,60", help="comma-separated clip lengths (default 1,9,60)")
+    ap.add_argument("--gemm", default="",
+                    help="comma-separated --gemm values for steno's transcribe commands, each an arm of its own "
+                         "(default: none given, the command's own default)")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="steno-startup-")
     clips = {}
-    for seconds in (1, 9, 60):
+    for seconds in (int(x) for x in args.clip_seconds.split(",")):
         clips[seconds] = os.path.join(work, f"clip-{seconds}s.wav")
         make_clip(seconds, clips[seconds])
 
+    # Each --gemm value an arm: "(openblas)" after the command's name; none given, the command's default.
+    gemms = [(f" ({g})", ["--gemm", g]) for g in args.gemm.split(",") if g] or [("", [])]
     commands = {}
     for binary in args.steno:
         b = os.path.abspath(binary)
         commands[(b, "--help")] = [b, "--help"]
         commands[(b, "model info")] = [b, "model", "info", MODEL]
         for seconds, path in clips.items():
-            commands[(b, f"transcribe {seconds} s")] = [b, "transcribe", "-t", "2", "--model", MODEL, path]
+            for tag, gemm in gemms:
+                commands[(b, f"transcribe {seconds} s{tag}")] = [b, "transcribe", "-t", "2", *gemm, "--model",
+                                                                 MODEL, path]
 
     if args.whisper_cpp:
         steno = os.path.abspath(args.steno[0])
         ggml, steno_dir = peer_model(args.whisper_cpp, steno, work)
         for seconds, path in clips.items():
-            commands[(steno, f"nemo-tiny {seconds} s")] = [steno, "transcribe", "-t", "2", "--model", steno_dir,
-                                                          path]
+            for tag, gemm in gemms:
+                commands[(steno, f"nemo-tiny {seconds} s{tag}")] = [steno, "transcribe", "-t", "2", *gemm,
+                                                                    "--model", steno_dir, path]
         for name, options in PEER_BUILDS.items():
             cli = build_peer(args.whisper_cpp, name, options)
             for seconds, path in clips.items():
@@ -153,7 +162,7 @@ def main():
         with open(args.out, "w") as f:
             f.write(text + "\n")
     for r in results:
-        print(f"{r['median_ms']:8.1f} ms  {r['max_rss_mib']:6.1f} MiB  {r['command']:18s} {r['binary']}")
+        print(f"{r['median_ms']:8.1f} ms  {r['max_rss_mib']:6.1f} MiB  {r['command']:28s} {r['binary']}")
 
 
 if __name__ == "__main__":

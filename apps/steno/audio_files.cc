@@ -31,6 +31,12 @@ std::vector<InputFile> decode_files(const std::vector<std::string>& paths, const
   return files;
 }
 
+double total_seconds(const std::vector<InputFile>& files, int sample_rate) {
+  double seconds = 0;
+  for (const InputFile& f : files) seconds += static_cast<double>(f.samples.size()) / sample_rate;
+  return seconds;
+}
+
 std::vector<size_t> by_length(const std::vector<InputFile>& files) {
   std::vector<size_t> order;
   for (size_t i = 0; i < files.size(); ++i)

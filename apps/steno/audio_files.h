@@ -21,6 +21,9 @@ struct InputFile {
 std::vector<InputFile> decode_files(const std::vector<std::string>& paths, const audio::AudioLimits& limits,
                                     int sample_rate);
 
+// The decoded files' audio in seconds, all together.
+double total_seconds(const std::vector<InputFile>& files, int sample_rate);
+
 // Indices of the decoded files, shortest first (stable).
 std::vector<size_t> by_length(const std::vector<InputFile>& files);
 

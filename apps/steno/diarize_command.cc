@@ -60,6 +60,9 @@ int run_diarize(const DiarizeOptions& opt) {
   audio::AudioLimits limits;
   limits.max_duration_s = opt.max_audio_seconds.value_or(diarizer.streaming() ? 24 * 3600.0 : 1200.0);
   const std::vector<InputFile> files = decode_files(opt.files, limits, diarizer.model().sample_rate());
+  // --gemm auto: the library by the audio's length (after the model's load here: oneDNN's kernels, when chosen,
+  // are made at the first GEMM rather than beside the load -- the rule's own figures are the transcriber's).
+  choose_gemm(compute, total_seconds(files, diarizer.model().sample_rate()));
   const std::vector<size_t> order = by_length(files);
   std::vector<diar::Diarization> results(files.size());
 
@@ -107,6 +110,7 @@ int run_diarize(const DiarizeOptions& opt) {
                       {"model_load_ms", diarizer.load_ms()},
                       {"threads", compute.ctx.num_threads()},
                       {"device", compute.device.str()},
+                      {"gemm", gemm_name(compute)},
                       {"dtype", dtype_name(compute.dtype)},
                       {"failed", failures}};
     std::printf("%s\n", doc.dump(2).c_str());

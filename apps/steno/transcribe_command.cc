@@ -99,6 +99,13 @@ int run_transcribe(const TranscribeOptions& opt) {
   ops::Context& ctx = compute.ctx;
 
   const std::string model_dir = resolve_model_dir(opt.model);
+  // The audio first, at the rate the model's config names: its length chooses the CPU's GEMM library (--gemm auto),
+  // whose kernels are then made while the model loads.
+  const int config_rate = asr::AsrModel::read_config(model_dir).preprocessor.sample_rate;
+  audio::AudioLimits limits;
+  limits.max_duration_s = opt.max_audio_seconds;
+  std::vector<InputFile> files = decode_files(opt.files, limits, config_rate);
+  choose_gemm(compute, total_seconds(files, config_rate));
   asr::ModelOverrides overrides;
   overrides.local_attention = opt.local_attention;
   overrides.device = device;
@@ -117,9 +124,6 @@ int run_transcribe(const TranscribeOptions& opt) {
                 model->sample_rate());
   }
 
-  audio::AudioLimits limits;
-  limits.max_duration_s = opt.max_audio_seconds;
-  std::vector<InputFile> files = decode_files(opt.files, limits, model->sample_rate());
   std::vector<FileResult> results(files.size());
   const std::vector<size_t> order = by_length(files);
   // With the VAD, a file's clip is its speech alone; a file with none is not run at all (an empty transcript).
@@ -239,6 +243,7 @@ int run_transcribe(const TranscribeOptions& opt) {
                             {"model_load_ms", load_ms},
                             {"threads", ctx.num_threads()},
                             {"device", device.str()},
+                            {"gemm", gemm_name(compute)},
                             {"dtype", compute.fp8_linears ? "fp8" : dtype_name(dtype)},
                             {"batch_size", opt.batch_size},
                             {"failed", failures}}}};

@@ -15,11 +15,15 @@ namespace fs = std::filesystem;
 
 AsrModel::AsrModel() = default;
 
-std::shared_ptr<const AsrModel> AsrModel::load(const std::string& dir, const ModelOverrides& overrides) {
+ModelConfig AsrModel::read_config(const std::string& dir) {
   if (!fs::is_directory(dir)) fail(ErrorCode::kNotFound, "model directory not found: {}", dir);
+  return ModelConfig::load(dir);
+}
+
+std::shared_ptr<const AsrModel> AsrModel::load(const std::string& dir, const ModelOverrides& overrides) {
   std::shared_ptr<AsrModel> m(new AsrModel());
+  m->config_ = read_config(dir);
   m->dir_ = fs::weakly_canonical(dir).string();
-  m->config_ = ModelConfig::load(dir);
   const ModelConfig& cfg = m->config_;
   const WeightStore weights = WeightStore::open(fs::path(dir) / "model.safetensors", cfg);
 

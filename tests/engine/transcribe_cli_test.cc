@@ -89,6 +89,22 @@ TEST_F(TranscribeCli, JsonHasWordsSegmentsAndTimings) {
   EXPECT_GT(doc.at("summary").at("rtfx").get<double>(), 0.0);
 }
 
+// --gemm auto (the default) picks the CPU's GEMM library by the command's audio: OpenBLAS for a short job (no
+// kernel generation at start), oneDNN from 12 s in all; an explicit --gemm stands.
+TEST_F(TranscribeCli, GemmLibraryFollowsTheAudiosLengthUnlessGiven) {
+  const auto gemm = [&](const std::string& args) {
+    const RunResult r = run("transcribe --format json --model " + model_ + " " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out).at("summary").at("gemm").get<std::string>() : "";
+  };
+  const std::string nine = data_ + "/clip2_9.0s.wav", thirteen = nine + " " + data_ + "/clip1_4.3s.wav";
+  EXPECT_EQ(gemm(nine), "openblas");
+  EXPECT_EQ(gemm(thirteen), "onednn");
+  EXPECT_EQ(gemm("--gemm openblas " + thirteen), "openblas");
+  EXPECT_EQ(gemm("--gemm onednn " + nine), "onednn");
+  EXPECT_NE(run("transcribe --gemm mkl " + nine).out.find("unknown GEMM backend 'mkl'"), std::string::npos);
+}
+
 TEST_F(TranscribeCli, BadInputsFailWithAClearMessage) {
   const std::string wav = read(fs::path(data_) / "clip1_4.3s.wav");
   struct Case {

@@ -34,6 +34,9 @@ class AsrModel {
  public:
   // Loads `dir` (config.json, model.safetensors, tokenizer.model). Errors name the file or tensor at fault.
   static std::shared_ptr<const AsrModel> load(const std::string& dir, const ModelOverrides& overrides = {});
+  // The configuration load() reads, alone (what a command needs before the weights, e.g. the sample rate); the
+  // same errors for a missing directory or config.
+  static ModelConfig read_config(const std::string& dir);
 
   const ModelConfig& config() const { return config_; }
   const std::string& directory() const { return dir_; }
