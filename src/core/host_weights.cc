@@ -25,8 +25,6 @@ std::vector<Tensor> widen_to_f32_in_one_block(const std::vector<Tensor>& tensors
                 "widen_to_f32_in_one_block: {} is not a float tensor", t.str());
     if (t.dtype() != DType::kF32) total += aligned(static_cast<size_t>(t.numel()) * sizeof(float), kAlignment);
   }
-  std::vector<Tensor> out;
-  out.reserve(tensors.size());
   if (total == 0) return tensors;
 
   // Aligned to a huge page, so that every 2 MiB of it can be one.
@@ -37,6 +35,8 @@ std::vector<Tensor> widen_to_f32_in_one_block(const std::vector<Tensor>& tensors
 #if defined(MADV_HUGEPAGE)
   madvise(block, bytes, MADV_HUGEPAGE);  // advice only: without it (THP off) the pages are 4 KiB, nothing else changes
 #endif
+  std::vector<Tensor> out;
+  out.reserve(tensors.size());
   size_t at = 0;
   for (const Tensor& t : tensors) {
     if (t.dtype() == DType::kF32) {
