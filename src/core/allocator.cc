@@ -28,7 +28,7 @@ CpuCachingAllocator::CpuCachingAllocator(HostCacheLimits limits, HostBlockSource
       limits_(limits),
       sweep_every_(std::clamp<uint64_t>(limits.max_idle_allocations / 4, 1, 4096)) {
   // A quarter of the limit between looks: a block goes back at most 25 % later than its time.
-  if (limits_.max_idle_time.count() > 0) sweep_period_ = limits_.max_idle_time / 4;
+  if (timed()) sweep_period_ = limits_.max_idle_time / 4;
 }
 
 CpuCachingAllocator::~CpuCachingAllocator() { release_cached(); }
@@ -47,12 +47,10 @@ void* CpuCachingAllocator::allocate(size_t bytes) {
   size_t idle_bytes = 0;
   void* cached = nullptr;
   {
-    // The clock only under a time limit: ~20 ns through the vDSO, beside an allocation's lock and map lookup.
-    const bool timed = limits_.max_idle_time.count() > 0;
-    const Clock::time_point now = timed ? Clock::now() : Clock::time_point{};
+    const Clock::time_point now = now_if_timed();
     std::lock_guard lock(mu_);
     ++stats_.allocations;
-    if (stats_.allocations % sweep_every_ == 0 || (timed && now - last_sweep_ >= sweep_period_)) {
+    if (stats_.allocations % sweep_every_ == 0 || (timed() && now - last_sweep_ >= sweep_period_)) {
       idle_bytes = take_idle(idle, now);
       last_sweep_ = now;
     }
@@ -83,11 +81,10 @@ void* CpuCachingAllocator::allocate(size_t bytes) {
 }
 
 size_t CpuCachingAllocator::take_idle(std::vector<void*>& out, Clock::time_point now) {
-  const bool timed = limits_.max_idle_time.count() > 0;
   size_t bytes = 0;
   for (auto it = free_blocks_.begin(); it != free_blocks_.end();) {
     if (stats_.allocations - it->second.freed_at > limits_.max_idle_allocations ||
-        (timed && now - it->second.when > limits_.max_idle_time)) {
+        (timed() && now - it->second.when > limits_.max_idle_time)) {
       out.push_back(it->second.ptr);
       bytes += it->first;
       it = free_blocks_.erase(it);
@@ -103,7 +100,7 @@ size_t CpuCachingAllocator::take_idle(std::vector<void*>& out, Clock::time_point
 void CpuCachingAllocator::deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   const size_t cls = size_class(bytes);
-  const Clock::time_point now = limits_.max_idle_time.count() > 0 ? Clock::now() : Clock::time_point{};
+  const Clock::time_point now = now_if_timed();
   {
     std::lock_guard lock(mu_);
     stats_.bytes_in_use -= cls;
