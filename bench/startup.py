@@ -123,12 +123,12 @@ def main():
                                                                  MODEL, path]
 
     if args.whisper_cpp:
-        steno = os.path.abspath(args.steno[0])
-        ggml, steno_dir = peer_model(args.whisper_cpp, steno, work)
-        for seconds, path in clips.items():
-            for tag, gemm in gemms:
-                commands[(steno, f"nemo-tiny {seconds} s{tag}")] = [steno, "transcribe", "-t", "2", *gemm,
-                                                                    "--model", steno_dir, path]
+        ggml, steno_dir = peer_model(args.whisper_cpp, os.path.abspath(args.steno[0]), work)
+        for steno in map(os.path.abspath, args.steno):  # every steno beside the peer: a before/after pair too
+            for seconds, path in clips.items():
+                for tag, gemm in gemms:
+                    commands[(steno, f"nemo-tiny {seconds} s{tag}")] = [steno, "transcribe", "-t", "2", *gemm,
+                                                                        "--model", steno_dir, path]
         for name, options in PEER_BUILDS.items():
             cli = build_peer(args.whisper_cpp, name, options)
             for seconds, path in clips.items():

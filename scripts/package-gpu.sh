@@ -57,12 +57,15 @@ build_abs=$(cd "$build" && pwd)
 
 # Libraries the GPU machine provides itself: the C and C++ runtimes and the CUDA toolkit's.
 system_lib='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|librt\.|libpthread\.|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libnvrtc|libnvJitLink)'
-for p in "${programs[@]}"; do
+# The libraries steno opens at run time (oneDNN, OpenBLAS: CMake lists them) go too, with what they link.
+mapfile -t run_time_libs < "$build/run-time-libraries.txt"
+for p in "${programs[@]}" "${run_time_libs[@]}"; do
   ldd "$p" | awk '$3 ~ /^\// {print $1, $3}'
 done | sort -u | while read -r name path; do
   [[ $name =~ $system_lib ]] && continue
   cp -L "$path" "$stage/lib/$name"
 done
+for lib in "${run_time_libs[@]}"; do cp -L "$lib" "$stage/lib/"; done
 
 cat > "$stage/run.sh" <<RUN
 #!/usr/bin/env bash

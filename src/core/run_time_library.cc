@@ -6,8 +6,9 @@
 
 namespace steno {
 
-RunTimeLibrary::RunTimeLibrary(std::string name, const std::string& purpose) : name_(std::move(name)) {
-  handle_ = dlopen(name_.c_str(), RTLD_NOW | RTLD_LOCAL);
+RunTimeLibrary::RunTimeLibrary(std::string name, const std::string& purpose, Lookup lookup)
+    : name_(std::move(name)) {
+  handle_ = dlopen(name_.c_str(), RTLD_NOW | RTLD_LOCAL | (lookup == Lookup::kOwnFirst ? RTLD_DEEPBIND : 0));
   if (handle_ == nullptr) fail(ErrorCode::kUnavailable, "cannot load {} ({}): {}", name_, purpose, dlerror());
 }
 

@@ -10,9 +10,11 @@ namespace steno {
 
 class RunTimeLibrary {
  public:
-  // dlopen(name), RTLD_NOW | RTLD_LOCAL, never closed (what it made may outlive static destruction). Throws
-  // kUnavailable "cannot load NAME (PURPOSE): <the loader's message>".
-  RunTimeLibrary(std::string name, const std::string& purpose);
+  // dlopen(name), RTLD_NOW | RTLD_LOCAL (| RTLD_DEEPBIND with kOwnFirst: the library and what it loads look up
+  // symbols in their own libraries before the program's), never closed (what it made may outlive static
+  // destruction). Throws kUnavailable "cannot load NAME (PURPOSE): <the loader's message>".
+  enum class Lookup { kProgramFirst, kOwnFirst };
+  RunTimeLibrary(std::string name, const std::string& purpose, Lookup lookup = Lookup::kProgramFirst);
 
   // fn = the library's `symbol`; a symbol it lacks is remembered for require_all().
   template <typename F>

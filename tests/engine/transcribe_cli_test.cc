@@ -19,11 +19,12 @@ struct RunResult {
   std::string out;  // stdout and stderr together, or stdout alone when stderr went to a file
 };
 
-// Runs steno with `args`; stderr goes with stdout, or to `stderr_file` when one is given.
-RunResult run(const std::string& args, const std::string& stderr_file = "") {
+// Runs steno with `args`; stderr goes with stdout, or to `stderr_file` when one is given; `env` (`NAME=value ...`)
+// is set for it.
+RunResult run(const std::string& args, const std::string& stderr_file = "", const std::string& env = "") {
   RunResult r;
-  const std::string cmd =
-      std::string(STENO_BINARY) + " " + args + (stderr_file.empty() ? " 2>&1" : " 2>" + stderr_file);
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(STENO_BINARY) + " " + args +
+                          (stderr_file.empty() ? " 2>&1" : " 2>" + stderr_file);
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
   char buf[4096];
@@ -103,6 +104,36 @@ TEST_F(TranscribeCli, GemmLibraryFollowsTheAudiosLengthUnlessGiven) {
   EXPECT_EQ(gemm("--gemm openblas " + thirteen), "openblas");
   EXPECT_EQ(gemm("--gemm onednn " + nine), "onednn");
   EXPECT_NE(run("transcribe --gemm mkl " + nine).out.find("unknown GEMM backend 'mkl'"), std::string::npos);
+}
+
+// A process maps only the libraries its work uses (docs/architecture.md, "Libraries opened when first needed"): the
+// loader's own record of what it opened (LD_DEBUG=files, to the file given) names none of the large optional ones
+// for `--help`, and for a transcription only the GEMM library it multiplies with.
+TEST_F(TranscribeCli, OpensOnlyTheLibrariesItsWorkUses) {
+  const std::string loaded = (tmp_ / "loaded").string();
+  const auto opened = [&](const std::string& args) {
+    const RunResult r = run(args, "", "LD_DEBUG=files LD_DEBUG_OUTPUT=" + loaded);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    std::string all;  // LD_DEBUG_OUTPUT appends the process id to the name
+    for (const auto& e : fs::directory_iterator(tmp_))
+      if (e.path().filename().string().rfind("loaded.", 0) == 0) {
+        all += read(e.path());
+        fs::remove(e.path());
+      }
+    return all;
+  };
+  const std::string help = opened("--help");
+  ASSERT_NE(help.find("libstdc++"), std::string::npos) << "LD_DEBUG=files wrote nothing: " << help;
+  for (const char* lib : {"libgrpc", "libdnnl", "libopenblas", "libcurl", "libcrypto", "libcublasLt"})
+    EXPECT_EQ(help.find(lib), std::string::npos) << "`steno --help` opened " << lib;
+  const std::string nine = data_ + "/clip2_9.0s.wav";
+  const std::string blas = opened("transcribe --gemm openblas --model " + model_ + " " + nine);
+  EXPECT_NE(blas.find("libopenblas"), std::string::npos);
+  for (const char* lib : {"libgrpc", "libdnnl", "libcurl", "libcrypto", "libcublasLt"})
+    EXPECT_EQ(blas.find(lib), std::string::npos) << "`steno transcribe --gemm openblas` opened " << lib;
+  const std::string dnnl = opened("transcribe --gemm onednn --model " + model_ + " " + nine);
+  EXPECT_NE(dnnl.find("libdnnl"), std::string::npos);
+  EXPECT_EQ(dnnl.find("libopenblas"), std::string::npos);
 }
 
 TEST_F(TranscribeCli, BadInputsFailWithAClearMessage) {

@@ -1,12 +1,11 @@
 // SGEMM through oneDNN or OpenBLAS, and the ops built on it.
-#include <cblas.h>
 #include <omp.h>
-#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
 
+#include "cpu/gemm_libraries.h"
 #include "cpu/kernels.h"
 #include "steno/core/error.h"
 
@@ -17,14 +16,14 @@ void set_gemm_threads(GemmBackend backend, int num_threads) {
   // Both libraries run on OpenMP (oneDNN's Debian build, OpenBLAS's openmp build) and size their team from the
   // calling thread's nthreads ICV. OpenBLAS also keeps a process-wide count, set only outside parallel regions.
   if (omp_get_max_threads() != num_threads) omp_set_num_threads(num_threads);
-  if (backend == GemmBackend::kOpenBlas && !omp_in_parallel() && openblas_get_num_threads() != num_threads)
-    openblas_set_num_threads(num_threads);
+  if (backend == GemmBackend::kOpenBlas && !omp_in_parallel() && openblas().get_num_threads() != num_threads)
+    openblas().set_num_threads(num_threads);
 }
 
 void onednn_first_call() {
   omp_set_num_threads(1);  // this thread's own setting: no OpenMP team is made for it
   float a[16 * 16] = {}, c[16 * 16];
-  dnnl_sgemm('N', 'N', 16, 16, 16, 1.0f, a, 16, a, 16, 0.0f, c, 16);
+  onednn().sgemm('N', 'N', 16, 16, 16, 1.0f, a, 16, a, 16, 0.0f, c, 16);
 }
 
 void sgemm(GemmBackend backend, int num_threads, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
@@ -44,8 +43,8 @@ void sgemm(GemmBackend backend, int num_threads, bool trans_a, bool trans_b, int
   // Inside a parallel_for chunk (an OpenMP parallel region) the GEMM runs on the calling thread alone.
   set_gemm_threads(backend, omp_in_parallel() ? 1 : num_threads);
   if (backend == GemmBackend::kOneDnn) {
-    const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
-                                        beta, c, ldc);
+    const dnnl_status_t st = onednn().sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b,
+                                            ldb, beta, c, ldc);
     if (st != dnnl_success)
       fail(ErrorCode::kInternal, "dnnl_sgemm({}x{}x{}, lda {}, ldb {}, ldc {}) failed with status {}", m, n, k,
            lda, ldb, ldc, static_cast<int>(st));
@@ -56,16 +55,16 @@ void sgemm(GemmBackend backend, int num_threads, bool trans_a, bool trans_b, int
     if (m == 1) {  // a vector times a matrix (an LSTM step at batch 1): OpenBLAS's sgemm has no GEMV shortcut
       const int inc_a = trans_a ? static_cast<int>(lda) : 1;
       if (trans_b)  // B [N, K]: c = B · a
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), alpha, b,
-                    static_cast<int>(ldb), a, inc_a, beta, c, 1);
+        openblas().sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), alpha, b,
+                         static_cast<int>(ldb), a, inc_a, beta, c, 1);
       else  // B [K, N]: c = Bᵀ · a
-        cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(k), static_cast<int>(n), alpha, b,
-                    static_cast<int>(ldb), a, inc_a, beta, c, 1);
+        openblas().sgemv(CblasRowMajor, CblasTrans, static_cast<int>(k), static_cast<int>(n), alpha, b,
+                         static_cast<int>(ldb), a, inc_a, beta, c, 1);
       return;
     }
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda), b,
-                static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+    openblas().sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                     static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a, static_cast<int>(lda),
+                     b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
   }
 }
 

@@ -82,8 +82,6 @@ class GrpcServer::Impl {
   uint16_t port_ = 0;
 };
 
-bool GrpcServer::available() { return true; }
-
 GrpcServer::GrpcServer(GrpcServerOptions options, TranscriptionService& service)
     : impl_(std::make_unique<Impl>(std::move(options), service)) {}
 GrpcServer::~GrpcServer() = default;

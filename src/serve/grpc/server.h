@@ -1,7 +1,7 @@
 // steno's gRPC front end: KServe v2 over gRPC (Triton's `inference.GRPCInferenceService`, proto/grpc_service.proto)
 // -- ServerLive, ServerReady, ModelReady, ServerMetadata, ModelMetadata, ModelInfer and ModelStatistics -- over the
-// same TranscriptionService as the HTTP front end. This header includes no gRPC header: without gRPC (CMake
-// STENO_WITH_GRPC=OFF, or gRPC not found) the class still links, and available() says it cannot serve.
+// same TranscriptionService as the HTTP front end. This header includes no gRPC header. `steno` opens it as a
+// module (module.h), so that only a server asked for a gRPC port maps gRPC's libraries.
 //
 // A ModelInfer call holds no thread while its request waits in the batcher: the RPC is served by the callback API,
 // it is submitted from a small work pool (where the service decodes its audio), and the answer finishes the call. A client that
@@ -40,9 +40,6 @@ struct GrpcServerOptions {
 
 class GrpcServer {
  public:
-  // False when this steno was built without gRPC: start() then throws kUnimplemented saying so.
-  static bool available();
-
   // `service` must outlive the server. Nothing is bound until start().
   GrpcServer(GrpcServerOptions options, TranscriptionService& service);
   ~GrpcServer();  // stop()s

@@ -14,7 +14,7 @@
 #include "steno/vad/vad.h"
 #include "serve/fleet/mps_monitor.h"
 #include "serve/gpu_metrics.h"
-#include "serve/grpc/server.h"
+#include "serve/grpc/module.h"
 #include "serve/http/server.h"
 #include "serve/inference_core.h"
 
@@ -75,12 +75,13 @@ class ServerImpl final : public Server {
  public:
   explicit ServerImpl(const ServeConfig& config) : config_(config) {
     validate(config_);
-    if (config_.grpc_port != 0 && !rpc::GrpcServer::available())
-      fail(ErrorCode::kUnimplemented,
-           "--grpc-port {}: this steno was built without gRPC (CMake STENO_WITH_GRPC=OFF, or gRPC was not found "
-           "when it was configured); rebuild with Debian's libgrpc++-dev, protobuf-compiler-grpc and "
-           "protobuf-compiler installed, or leave --grpc-port at 0",
-           config_.grpc_port);
+    if (config_.grpc_port != 0) {  // before the model loads: a server that cannot serve gRPC fails at once
+      try {
+        rpc::require_grpc_module();
+      } catch (const Error& e) {
+        fail(e.code(), "--grpc-port {}: {}", config_.grpc_port, e.what());
+      }
+    }
     spdlog::info("settings:\n{}", describe(config_));
     BuiltModel model = build_model(config_);
     mps_ = model.mps;
@@ -99,7 +100,7 @@ class ServerImpl final : public Server {
       monitor_ = std::make_unique<fleet::MpsMonitor>([mps = mps_] { return mps->status(); }, *core_->registry());
     gpu_metrics_ = GpuMetrics::start(gpus, *core_->registry());
     http_ = std::make_unique<http::HttpServer>(http_options(config_), *core_);
-    if (config_.grpc_port != 0) grpc_ = std::make_unique<rpc::GrpcServer>(grpc_options(config_), *core_);
+    if (config_.grpc_port != 0) grpc_ = rpc::open_grpc_front_end(grpc_options(config_), *core_);
   }
 
   ~ServerImpl() override { stop(); }
@@ -144,7 +145,7 @@ class ServerImpl final : public Server {
   std::unique_ptr<fleet::MpsMonitor> monitor_;
   std::unique_ptr<GpuMetrics> gpu_metrics_;
   std::unique_ptr<http::HttpServer> http_;
-  std::unique_ptr<rpc::GrpcServer> grpc_;
+  std::unique_ptr<rpc::GrpcFrontEnd> grpc_;
   std::atomic<bool> stopped_{false};
 };
 

@@ -40,6 +40,25 @@ TEST(GrpcServeCli, RefusesBadPortSettings) {
   EXPECT_NE(out.find("without an API key"), std::string::npos) << out;
 }
 
+// The gRPC front end is a module (src/serve/grpc/module.h): a server maps it, and gRPC's libraries, only when it
+// serves gRPC.
+TEST(GrpcServeCli, OnlyAServerOfGrpcMapsGrpc) {
+  const auto maps = [](pid_t pid) { return slurp("/proc/" + std::to_string(pid) + "/maps"); };
+  {
+    ServeProcess http_only("--executors 1");
+    ASSERT_TRUE(http_only.started()) << http_only.log();
+    const std::string mapped = maps(http_only.pid());
+    ASSERT_NE(mapped.find("libstdc++"), std::string::npos) << mapped;
+    EXPECT_EQ(mapped.find("libsteno-grpc.so"), std::string::npos);
+    EXPECT_EQ(mapped.find("libgrpc"), std::string::npos);
+  }
+  ServeProcess both("--executors 1 --grpc-port " + std::to_string(free_port()));
+  ASSERT_TRUE(both.started()) << both.log();
+  const std::string mapped = maps(both.pid());
+  EXPECT_NE(mapped.find("libsteno-grpc.so"), std::string::npos) << mapped;
+  EXPECT_NE(mapped.find("libgrpc++"), std::string::npos) << mapped;
+}
+
 TEST(GrpcServeCli, ServesBesideHttpThenDrainsOnSigterm) {
   const fs::path dir = fs::temp_directory_path() / ("steno-grpc-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
