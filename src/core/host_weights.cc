@@ -1,10 +1,10 @@
 #include "steno/core/host_weights.h"
 
-#include <sys/mman.h>
-
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 
+#include "steno/core/allocator.h"
 #include "steno/core/error.h"
 
 namespace steno {
@@ -27,14 +27,11 @@ std::vector<Tensor> widen_to_f32_in_one_block(const std::vector<Tensor>& tensors
   }
   if (total == 0) return tensors;
 
-  // Aligned to a huge page, so that every 2 MiB of it can be one.
-  const size_t bytes = aligned(total, kHugePage);
-  void* block = std::aligned_alloc(kHugePage, bytes);
+  // In huge pages where the kernel has them (allocate_host_block), whatever the total.
+  const size_t bytes = std::max(total, kHugePage);
+  void* block = allocate_host_block(bytes);
   if (block == nullptr) fail(ErrorCode::kResourceExhausted, "out of host memory widening {} bytes of weights", bytes);
   std::shared_ptr<void> owner(block, [](void* p) { std::free(p); });
-#if defined(MADV_HUGEPAGE)
-  madvise(block, bytes, MADV_HUGEPAGE);  // advice only: without it (THP off) the pages are 4 KiB, nothing else changes
-#endif
   std::vector<Tensor> out;
   out.reserve(tensors.size());
   size_t at = 0;

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -11,6 +12,22 @@
 
 namespace steno {
 namespace {
+
+// Blocks from 2 MiB on start on a huge page's boundary (so that each 2 MiB of them can be one), smaller ones on a
+// cache line's; every byte of either can be written and read back.
+TEST(HostBlocks, LargeBlocksAreAlignedToHugePages) {
+  for (const size_t bytes : {size_t{100}, size_t{64} << 10, (size_t{2} << 20) - 1, size_t{2} << 20,
+                             (size_t{5} << 20) + 123}) {
+    auto* p = static_cast<unsigned char*>(allocate_host_block(bytes));
+    ASSERT_NE(p, nullptr) << bytes;
+    const uintptr_t at = reinterpret_cast<uintptr_t>(p);
+    EXPECT_EQ(at % (bytes >= (size_t{2} << 20) ? size_t{2} << 20 : 64), 0u) << bytes;
+    std::memset(p, 0xA5, bytes);
+    EXPECT_EQ(p[0], 0xA5);
+    EXPECT_EQ(p[bytes - 1], 0xA5);
+    heap_blocks().release(p);
+  }
+}
 
 TEST(CpuCachingAllocator, SizeClassesBoundWaste) {
   EXPECT_EQ(CpuCachingAllocator::size_class(1), 256u);

@@ -42,6 +42,8 @@ struct HostBlockSource {
   bool trim_heap;    // released blocks went to glibc's heap: malloc_trim after large releases
 };
 HostBlockSource heap_blocks();
+// heap_blocks()' allocation: 64-byte aligned; from 2 MiB on, aligned to and advised into huge pages.
+void* allocate_host_block(size_t bytes);
 
 // How long a caching host allocator keeps what it was given back.
 struct HostCacheLimits {
