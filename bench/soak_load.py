@@ -496,8 +496,12 @@ def summarize(path, window_s=300):
     print("verdict:", json.dumps(r["verdict"]))
     samples = r["samples"]
     end = samples[-1]["t"] if samples else 0
-    # The memory figures from /metrics are in results made since steno exported them (absent before).
-    for key in ("rss_mb", "fds", "threads", "cached_mb", "pinned_mb", "malloc_free_mb"):
+    # The memory figures from /metrics are in results made since steno exported them (absent before). held_mb:
+    # what steno holds in use, the resident set less what the host caches and glibc keep for reuse.
+    for x in samples:
+        if all(k in x for k in ("rss_mb", "cached_mb", "malloc_free_mb")):
+            x["held_mb"] = x["rss_mb"] - x["cached_mb"] - x["malloc_free_mb"]
+    for key in ("rss_mb", "fds", "threads", "cached_mb", "pinned_mb", "malloc_free_mb", "held_mb"):
         medians = [window_median(samples, key, t, t + window_s) for t in range(0, int(end), window_s)]
         if any(m is not None for m in medians):
             print(f"{key}, median per {window_s} s window:",

@@ -1,6 +1,5 @@
 #include "steno/core/host_weights.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <memory>
 
@@ -10,7 +9,6 @@
 namespace steno {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kAlignment = 64;  // each tensor's start, as the allocators give it
 
 size_t aligned(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
@@ -27,10 +25,9 @@ std::vector<Tensor> widen_to_f32_in_one_block(const std::vector<Tensor>& tensors
   }
   if (total == 0) return tensors;
 
-  // In huge pages where the kernel has them (allocate_host_block), whatever the total.
-  const size_t bytes = std::max(total, kHugePage);
-  void* block = allocate_host_block(bytes);
-  if (block == nullptr) fail(ErrorCode::kResourceExhausted, "out of host memory widening {} bytes of weights", bytes);
+  // In huge pages where the kernel has them (allocate_host_block: from 2 MiB on).
+  void* block = allocate_host_block(total);
+  if (block == nullptr) fail(ErrorCode::kResourceExhausted, "out of host memory widening {} bytes of weights", total);
   std::shared_ptr<void> owner(block, [](void* p) { std::free(p); });
   std::vector<Tensor> out;
   out.reserve(tensors.size());

@@ -1,6 +1,6 @@
 // The gRPC front end as a module of its own: libsteno-grpc.so, beside the `steno` executable, opened by the first
-// server asked for a gRPC port. Linked into steno, gRPC and its ~45 Abseil libraries (54 of the 76 libraries steno
-// mapped) were loaded by every steno process -- `--help`, `transcribe`, a worker process -- whatever it did; with
+// server asked for a gRPC port. Linked into steno, gRPC and its ~45 Abseil libraries were loaded by every steno
+// process -- `--help`, `transcribe`, a worker process -- whatever it did; with
 // oneDNN, OpenBLAS and libcrypto also opened when first needed, `steno --help` went from 42 to 15 ms on a 2-core
 // machine (bench/results/cpu-startup/lazy-libraries.json).
 //
