@@ -7,7 +7,9 @@
 # $STENO_ARMS_NAME-<arm>-{1,2}.json, machine.txt, logs/.
 #
 #   STENO_ARMS_VAR      the variable (e.g. STENO_FUSED_OPS, STENO_TDT_LOOP; STENO_BENCH_DTYPE with "bf16 fp8"
-#                       compares compute dtypes, each arm on the model calibrated in its own precision)
+#                       compares compute dtypes, each arm on the model calibrated in its own precision;
+#                       STENO_BENCH_PROGRAM with two program names in the package's bin/ compares two builds,
+#                       e.g. "cuda_engine_bench_before cuda_engine_bench")
 #   STENO_ARMS          the two values, "OFF ON" (the first is the baseline)
 #   STENO_ARMS_NAME     the result files' prefix
 #   STENO_ARMS_FILTER   the benchmarks (a --benchmark_filter regex)
@@ -44,7 +46,7 @@ for round in 1 2; do
     # Arms of two precisions: each its own model, calibrated in that precision (random_06b says why).
     [ "$var" = STENO_BENCH_DTYPE ] && random_06b "$work" "$arm"
     export "$var=$arm"
-    run "bench-$arm-$round" 200 cuda_engine_bench --model="$model06" --model_name=0.6b \
+    run "bench-$arm-$round" 200 "${STENO_BENCH_PROGRAM:-cuda_engine_bench}" --model="$model06" --model_name=0.6b \
       --dtype="${STENO_BENCH_DTYPE:-bf16}" --benchmark_filter="$filter" --benchmark_repetitions=3 --benchmark_min_time=0.2 \
       --benchmark_out="$out/$name-$arm-$round.json" --benchmark_out_format=json
     unset "$var"

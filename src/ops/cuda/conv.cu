@@ -1,8 +1,8 @@
 // Convolutions of the FastConformer encoder on CUDA (include/steno/ops/conv.h), f32 accumulation:
 //   conv2d with one input channel (the subsampling's first conv): a thread per output pixel computes 16 output
 //     channels from taps it loads once;
-//   conv2d, one input channel per output channel (depthwise): a direct kernel, one block per output plane and a
-//     thread per output, KH*KW taps from L1/L2;
+//   conv2d, one input channel per output channel (depthwise): a direct kernel, a block per span of an output
+//     plane and a thread per few outputs, KH*KW taps from L1/L2 (3 x 3 weights in registers);
 //   conv2d otherwise (pointwise 1x1, general grouped): an implicit GEMM per (image, group),
 //     y_g[Cout/G, Ho*Wo] = w_g[Cout/G, K] · col[K, Ho*Wo] with K = Cin/G*KH*KW, where the im2col tile is
 //     gathered straight into shared memory (64 x 64 output tiles, 16-deep K steps, 4 x 4 outputs per thread);
@@ -28,37 +28,63 @@ struct ConvGeom {
 
 // ---- direct conv2d: Cin/groups == 1 ----
 
-// Grid (ceil(Ho*Wo / kThreads), planes of this launch from plane0): a block works on one output plane
-// (image b, channel co), so the per-output index is a 32-bit spatial one (Ho*Wo < 2^31, checked by the launcher)
-// instead of four 64-bit divisions, which made this kernel 30 ms of the 0.6b encoder's 130 at 32 x 45 s. Planes
-// are ordered channel-fastest: consecutive blocks read the same input plane (the subsampling's first conv, one
-// input channel for 256 outputs) from L2.
-template <typename T>
+// Grid (ceil(Ho*Wo / kDirectSpan), planes of this launch from plane0): a block works on kDirectSpan outputs of
+// one output plane (image b, channel co), each thread on kDirectSpan / kThreads of them, so the plane's 64-bit
+// divisions are made once per thread for several outputs and the per-output index is a 32-bit spatial one
+// (Ho*Wo < 2^31, checked by the launcher). Four 64-bit divisions per output made an early version 30 ms of the
+// 0.6b encoder's 130 at 32 x 45 s, and a block per 256 outputs (300,000 blocks of one output per thread for the
+// subsampling's second depthwise conv at 32 x 45 s) still 1.3 ms. K > 0: a K x K kernel with its taps unrolled
+// and held in registers (the subsampling's 3 x 3); K = 0: any size. Taps outside the input are skipped (zero
+// padding) and the rest summed bias first, row by row, as on the CPU.
+constexpr int kDirectSpan = 4 * kThreads;
+
+template <typename T, int K>
 __global__ void __launch_bounds__(kThreads)
     conv2d_direct_kernel(ConvGeom g, const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                          T* __restrict__ y, int64_t plane0) {
   const int64_t plane = plane0 + blockIdx.y;
   const int64_t co = plane % g.cout, b = plane / g.cout;
-  const int wo = static_cast<int>(g.wo), hw = static_cast<int>(g.ho * g.wo);
-  const int idx = static_cast<int>(blockIdx.x) * kThreads + static_cast<int>(threadIdx.x);
-  if (idx >= hw) return;
-  const int oh = idx / wo, ow = idx % wo;
   const int64_t mult = g.cout / g.groups;  // output channels per input channel
   const T* xp = x + (b * g.cin + co / mult) * g.h * g.wd;
   const T* wp = w + co * g.kh * g.kw;
-  const int h = static_cast<int>(g.h), wd = static_cast<int>(g.wd), kh = static_cast<int>(g.kh),
-            kw = static_cast<int>(g.kw);
-  const int ih0 = oh * g.stride_h - g.pad_h, iw0 = ow * g.stride_w - g.pad_w;
-  float acc = bias ? to_f32(bias[co]) : 0.0f;
-  for (int r = 0; r < kh; ++r) {
-    const int ih = ih0 + r;
-    if (ih < 0 || ih >= h) continue;
-    for (int s = 0; s < kw; ++s) {
-      const int iw = iw0 + s;
-      if (iw >= 0 && iw < wd) acc = fmaf(to_f32(wp[r * kw + s]), to_f32(xp[int64_t{ih} * wd + iw]), acc);
+  const int wo = static_cast<int>(g.wo), hw = static_cast<int>(g.ho * g.wo);
+  const int h = static_cast<int>(g.h), wd = static_cast<int>(g.wd);
+  const int kh = K > 0 ? K : static_cast<int>(g.kh), kw = K > 0 ? K : static_cast<int>(g.kw);
+  const float b0 = bias ? to_f32(bias[co]) : 0.0f;
+  float wk[K > 0 ? K * K : 1];
+#pragma unroll
+  for (int t = 0; t < K * K; ++t) wk[t] = to_f32(wp[t]);
+  T* yp = y + plane * hw;
+#pragma unroll  // K > 0: the outputs' loads all in flight at once
+  for (int k = 0; k < kDirectSpan / kThreads; ++k) {
+    const int idx = static_cast<int>(blockIdx.x) * kDirectSpan + k * kThreads + static_cast<int>(threadIdx.x);
+    if (idx >= hw) break;
+    const int oh = idx / wo, ow = idx - oh * wo;
+    const int ih0 = oh * g.stride_h - g.pad_h, iw0 = ow * g.stride_w - g.pad_w;
+    float acc = b0;
+    if constexpr (K > 0) {
+#pragma unroll
+      for (int r = 0; r < K; ++r) {
+        const int ih = ih0 + r;
+        const bool row_in = ih >= 0 && ih < h;
+#pragma unroll
+        for (int s = 0; s < K; ++s) {
+          const int iw = iw0 + s;
+          if (row_in && iw >= 0 && iw < wd) acc = fmaf(wk[r * K + s], to_f32(xp[int64_t{ih} * wd + iw]), acc);
+        }
+      }
+    } else {
+      for (int r = 0; r < kh; ++r) {
+        const int ih = ih0 + r;
+        if (ih < 0 || ih >= h) continue;
+        for (int s = 0; s < kw; ++s) {
+          const int iw = iw0 + s;
+          if (iw >= 0 && iw < wd) acc = fmaf(to_f32(wp[r * kw + s]), to_f32(xp[int64_t{ih} * wd + iw]), acc);
+        }
+      }
     }
+    yp[idx] = from_f32<T>(acc);
   }
-  y[plane * hw + idx] = from_f32<T>(acc);
 }
 
 // ---- conv2d with one input channel and many outputs (the subsampling's first conv) ----
@@ -206,16 +232,26 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // y[r, j] = bias[r % channels] for rows r of [rows, cols] (rows = images x channels): the pointwise GEMM's C.
-// Grid (column blocks, rows of this launch from row0): the row's value is looked up once per thread.
+// Grid (rows of this launch from row0): a block fills a row, 16 bytes a store where rows are aligned (vec). A
+// block per 256 values of a row (500,000 blocks for the subsampling's first pointwise conv at 32 x 45 s) took 0.9
+// ms there, most of it starting blocks.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     fill_channel_bias_kernel(const T* __restrict__ bias, T* __restrict__ y, int64_t row0, int64_t cols,
-                             int64_t channels) {
-  const int64_t row = row0 + blockIdx.y;
+                             int64_t channels, bool vec) {
+  const int64_t row = row0 + blockIdx.x;
   const T v = bias[row % channels];
   T* yr = y + row * cols;
-  for (int64_t j = int64_t{blockIdx.x} * kThreads + threadIdx.x; j < cols; j += int64_t{gridDim.x} * kThreads)
-    yr[j] = v;
+  int64_t j = threadIdx.x;
+  if (vec) {
+    Pack<T> p;
+#pragma unroll
+    for (int k = 0; k < Pack<T>::kSize; ++k) p.v[k] = v;
+    Pack<T>* yv = reinterpret_cast<Pack<T>*>(yr);
+    for (; j < cols / Pack<T>::kSize; j += kThreads) yv[j] = p;
+    j = cols / Pack<T>::kSize * Pack<T>::kSize + threadIdx.x;
+  }
+  for (; j < cols; j += kThreads) yr[j] = v;
 }
 
 constexpr int64_t kMaxGridY = 65535;
@@ -241,10 +277,12 @@ void launch_conv2d(Dt dt, const void* x, const void* w, const void* bias, void* 
     }
     if (cin == groups) {  // one input channel per output channel: planes in grid y, sliced to its limit
       const int64_t planes = batch * cout;
-      const unsigned spatial = static_cast<unsigned>((ho * wo + kThreads - 1) / kThreads);
-      for (int64_t p0 = 0; p0 < planes; p0 += kMaxGridY)
-        conv2d_direct_kernel<T><<<dim3(spatial, static_cast<unsigned>(std::min(kMaxGridY, planes - p0))), kThreads,
-                                  0, stream>>>(g, xp, wp, bp, yp, p0);
+      const unsigned spatial = static_cast<unsigned>((ho * wo + kDirectSpan - 1) / kDirectSpan);
+      for (int64_t p0 = 0; p0 < planes; p0 += kMaxGridY) {
+        const dim3 grid(spatial, static_cast<unsigned>(std::min(kMaxGridY, planes - p0)));
+        if (kh == 3 && kw == 3) conv2d_direct_kernel<T, 3><<<grid, kThreads, 0, stream>>>(g, xp, wp, bp, yp, p0);
+        else conv2d_direct_kernel<T, 0><<<grid, kThreads, 0, stream>>>(g, xp, wp, bp, yp, p0);
+      }
       return;
     }
     const int64_t m_n = cout / groups, n_n = ho * wo;
@@ -264,10 +302,11 @@ void launch_fill_channel_bias(Dt dt, const void* bias, void* y, int64_t rows, in
   if (rows * cols == 0) return;
   dispatch_dt(dt, [&](auto tag) {
     using T = decltype(tag);
-    const unsigned col_blocks = static_cast<unsigned>(std::min<int64_t>((cols + kThreads - 1) / kThreads, 64));
-    for (int64_t r0 = 0; r0 < rows; r0 += kMaxGridY)
-      fill_channel_bias_kernel<T><<<dim3(col_blocks, static_cast<unsigned>(std::min(kMaxGridY, rows - r0))), kThreads,
-                                     0, stream>>>(static_cast<const T*>(bias), static_cast<T*>(y), r0, cols, channels);
+    const bool vec = aligned16(y) && cols * int64_t{sizeof(T)} % 16 == 0;
+    constexpr int64_t kMaxGridX = 0x7fffffff;
+    for (int64_t r0 = 0; r0 < rows; r0 += kMaxGridX)
+      fill_channel_bias_kernel<T><<<static_cast<unsigned>(std::min(kMaxGridX, rows - r0)), kThreads, 0, stream>>>(
+          static_cast<const T*>(bias), static_cast<T*>(y), r0, cols, channels, vec);
   });
 }
 

@@ -1,6 +1,7 @@
 // conv2d and depthwise_conv1d on CUDA against the CPU kernels, on seeded random inputs rounded to the tested
 // dtype first (so both sides see the same values). conv2d covers the encoder's three shapes (1 -> C 3x3 stride 2,
-// depthwise 3x3 stride 2, pointwise 1x1), a channel multiplier, general grouped convs and odd spatial sizes;
+// depthwise 3x3 stride 2, pointwise 1x1), planes longer than a block's span, a channel multiplier, general
+// grouped convs and odd spatial sizes;
 // depthwise_conv1d covers the Conformer's K 9 pad [4, 4], causal and asymmetric padding, and inputs shorter
 // than the kernel. subsampling_stem's fused kernel is checked against the unfused CUDA ops bit for bit and
 // against the CPU.
@@ -94,8 +95,13 @@ const Conv2dCase kConv2dCases[] = {
     {"one_input_20ch_5x5", {2, 1, 13, 11}, {20, 1, 5, 5}, 1, 1, 2, 2, 1, true},
     {"one_input_7x7_direct", {1, 1, 12, 12}, {4, 1, 7, 7}, 1, 1, 3, 3, 1, false},
     {"depthwise_3x3_s2", {2, 24, 19, 15}, {24, 1, 3, 3}, 2, 2, 1, 1, 24, true},
+    // Output planes of 38 x 32: more than one block's span of a plane.
+    {"depthwise_3x3_s2_long_planes", {2, 8, 75, 64}, {8, 1, 3, 3}, 2, 2, 1, 1, 8, true},
+    {"depthwise_5x5_any_size", {1, 6, 14, 9}, {6, 1, 5, 5}, 1, 2, 2, 1, 6, true},
     {"pointwise_256", {2, 256, 6, 9}, {256, 256, 1, 1}, 1, 1, 0, 0, 1, true},
     {"pointwise_odd_tiles", {3, 40, 7, 9}, {72, 40, 1, 1}, 1, 1, 0, 0, 1, false},
+    // Rows of 16-byte multiples: the bias is filled 16 bytes a store.
+    {"pointwise_aligned_rows", {2, 16, 8, 17}, {24, 16, 1, 1}, 1, 1, 0, 0, 1, true},
     // Direct kernel with 2 outputs per input channel, padding wider than the kernel needs.
     {"channel_multiplier", {1, 4, 10, 11}, {8, 1, 3, 3}, 1, 1, 2, 2, 4, true},
     // Implicit GEMM with groups and K not a multiple of the 16-deep tile.
@@ -192,7 +198,7 @@ struct StemCase {
 
 const StemCase kStemCases[] = {
     // 128 mels, masked (Sortformer's and Parakeet v3's), frames cut inside the kernel's 8-frame tiles, 40 channels
-    // (a partial 32-channel group).
+    // (a partial 32-channel group), 32 outputs a row (whole runs: 16-byte stores).
     {"mel128_masked", 3, 75, 128, 40, {75, 30, 1}, true},
     // 80 mels, unmasked, odd sizes everywhere, no biases.
     {"mel80_odd", 2, 37, 81, 33, {}, false},
