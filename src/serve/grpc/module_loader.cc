@@ -9,6 +9,7 @@
 namespace steno::serve::rpc {
 namespace {
 
+#ifdef STENO_GRPC_MODULE_BUILT
 constexpr char kModuleFile[] = "libsteno-grpc.so";
 
 // Beside the running program (an installed steno, or build/apps/steno/steno), else where this build put it
@@ -18,11 +19,10 @@ std::filesystem::path module_path() {
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   const std::filesystem::path beside = exe.parent_path() / kModuleFile;
   if (!ec && std::filesystem::exists(beside, ec)) return beside;
-#ifdef STENO_GRPC_MODULE_BUILT
   if (std::filesystem::exists(STENO_GRPC_MODULE_BUILT, ec)) return STENO_GRPC_MODULE_BUILT;
-#endif
   return beside;  // absent: the loader's message names it
 }
+#endif
 
 GrpcModuleEntry load_entry() {
 #ifndef STENO_GRPC_MODULE_BUILT
