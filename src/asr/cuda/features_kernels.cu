@@ -73,8 +73,10 @@ __global__ void power_kernel(const float* spec, int64_t rows, int32_t bins, floa
 }
 
 // One block per (32 mel channels, clip): threadIdx.x picks the channel (coalesced rows), threadIdx.y strides over
-// the frames; sums in double, as the CPU does.
-constexpr int kChannels = 32, kLanes = 8;
+// the frames; sums in double, as the CPU does. 32 lanes of frames, not 8: with a block per 32 channels of a clip
+// there are only 4 blocks a clip (128 mels), and at 8 lanes the kernel took 0.42 ms of a 45 s clip's front end
+// and 0.59 ms at 32 x 45 s on the H200.
+constexpr int kChannels = 32, kLanes = 32;
 
 __global__ void log_normalize_kernel(float* mel, const int64_t* frames, int64_t max_frames, int32_t n_mels,
                                      float guard, bool per_feature) {

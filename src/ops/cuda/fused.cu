@@ -123,13 +123,19 @@ __global__ void __launch_bounds__(kThreads)
 
 // A block computes kTileSteps output steps of kTileChannels channels. It first builds the gated input those
 // steps need (kTileSteps + taps - 1 rows, the halo included) in shared memory, zero outside [0, length), then
-// every thread convolves one channel over a quarter of the steps from there. The gated values are rounded to T,
-// as ops::glu's output, and the convolution sums in the plain kernel's order and rounds to T before SiLU: in every
-// dtype the result is the plain chain's, bit for bit.
+// every thread convolves one channel over a quarter of the steps from there (a nine-tap kernel from registers).
+// The gated values are rounded to T, as ops::glu's output, and the convolution sums in the plain kernel's order
+// and rounds to T before SiLU: in every dtype the result is the plain chain's, bit for bit.
 constexpr int kTileChannels = 64;
 constexpr int kTileSteps = 64;
 
-template <typename T>
+// TAPS > 0: a TAPS-tap kernel (the Conformer's 9), each thread convolving kStepsPerThread consecutive steps of its
+// channel from its weights and a window of the gated rows held in registers (a shared-memory read per step instead
+// of two per tap); TAPS = 0: any count of taps, each thread every fourth step.
+constexpr int kStepGroups = kThreads / kTileChannels;
+constexpr int kStepsPerThread = kTileSteps / kStepGroups;
+
+template <typename T, int TAPS>
 __global__ void __launch_bounds__(kThreads)
     gated_depthwise_silu_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                                 const int32_t* __restrict__ lengths, T* __restrict__ y, int64_t steps,
@@ -159,12 +165,32 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t c = c0 + cl;
   if (c >= channels) return;
   const float b0 = bias != nullptr ? to_f32(bias[c]) : 0.0f;
-  const int groups = static_cast<int>(blockDim.x / kTileChannels);
-  for (int s = static_cast<int>(threadIdx.x / kTileChannels); s < kTileSteps && t0 + s < steps; s += groups) {
-    float acc = b0;
-    for (int k = 0; k < taps; ++k) acc = fmaf(wt[k * kTileChannels + cl], gated[(s + k) * kTileChannels + cl], acc);
-    const float v = to_f32(from_f32<T>(acc));  // the convolution's output in T, as the plain chain has it
+  // The convolution's output in T, as the plain chain has it, then SiLU.
+  auto store = [&](int s, float acc) {
+    const float v = to_f32(from_f32<T>(acc));
     y[(b * steps + t0 + s) * channels + c] = from_f32<T>(v / (1.0f + expf(-v)));
+  };
+  if constexpr (TAPS > 0) {
+    const int s0 = static_cast<int>(threadIdx.x / kTileChannels) * kStepsPerThread;
+    float wr[TAPS], win[kStepsPerThread + TAPS - 1];
+#pragma unroll
+    for (int k = 0; k < TAPS; ++k) wr[k] = wt[k * kTileChannels + cl];
+#pragma unroll
+    for (int i = 0; i < kStepsPerThread + TAPS - 1; ++i) win[i] = gated[(s0 + i) * kTileChannels + cl];
+#pragma unroll
+    for (int j = 0; j < kStepsPerThread; ++j) {
+      if (t0 + s0 + j >= steps) break;
+      float acc = b0;
+#pragma unroll
+      for (int k = 0; k < TAPS; ++k) acc = fmaf(wr[k], win[j + k], acc);
+      store(s0 + j, acc);
+    }
+  } else {
+    for (int s = static_cast<int>(threadIdx.x / kTileChannels); s < kTileSteps && t0 + s < steps; s += kStepGroups) {
+      float acc = b0;
+      for (int k = 0; k < taps; ++k) acc = fmaf(wt[k * kTileChannels + cl], gated[(s + k) * kTileChannels + cl], acc);
+      store(s, acc);
+    }
   }
 }
 
@@ -234,9 +260,10 @@ bool launch_gated_depthwise_silu(Dt dt, const void* x, const void* w, const void
                   static_cast<unsigned>(step_tiles), static_cast<unsigned>(batch));
   dispatch_dt(dt, [&](auto tag) {
     using T = decltype(tag);
-    gated_depthwise_silu_kernel<T><<<grid, kThreads, smem, stream>>>(
-        static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), lengths, static_cast<T*>(y),
-        steps, channels, static_cast<int>(taps), pad_left);
+    const auto kernel = taps == 9 ? gated_depthwise_silu_kernel<T, 9> : gated_depthwise_silu_kernel<T, 0>;
+    kernel<<<grid, kThreads, smem, stream>>>(static_cast<const T*>(x), static_cast<const T*>(w),
+                                             static_cast<const T*>(bias), lengths, static_cast<T*>(y), steps, channels,
+                                             static_cast<int>(taps), pad_left);
   });
   return true;
 }
