@@ -11,18 +11,22 @@ transcripts (so that a comparison with another program can check it heard the sa
                    [--whisper-cpp SRC] [--gemm onednn,openblas]
 
 With --whisper-cpp, a whisper.cpp source tree (fetched for the benchmark, never kept in this repository), the peer
-joins: its parakeet-cli is built there three ways (default; GGML_LLAMAFILE; GGML_BLAS with OpenBLAS), the NeMo
-reference model tests/data/nemo-tiny/model.nemo is converted with its converter (f32; the converter needs torch,
-numpy and pyyaml: $STENO_TORCH_PYTHON, default /usr/bin/python3 with Debian's python3-torch) and imported for steno
-(`steno model import`), and `transcribe` of each clip runs on that model in every program, 2 threads, no GPU, in
-the same rotation. nemo-tiny is bias-free; the bundled model has biases, which whisper.cpp's Parakeet loader does
-not take, so it is steno's alone here.
+joins: its parakeet-cli is built there three ways (default; GGML_LLAMAFILE; GGML_BLAS with OpenBLAS). Its Parakeet
+loader takes no encoder biases, so the peer's model is the bundled one without them (use_bias false; it still hears
+the test set's words): written as one .nemo by tools/nemo/make_nemo.py, converted by whisper.cpp's converter (f32)
+and imported for steno by `steno model import` (both need torch, numpy, pyyaml and sentencepiece:
+$STENO_TORCH_PYTHON, default /usr/bin/python3 with Debian's packages). `transcribe` of each clip runs on that model
+in every program ("bias-free N s"), 2 threads, no GPU, in the same rotation as steno's commands on the bundled
+model itself, and the outputs are recorded so that the texts can be compared.
 """
 import argparse
 import json
 import os
 import platform
+import re
+import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -56,7 +60,9 @@ PEER_BUILDS = {  # name: extra CMake options of whisper.cpp's build
     "llamafile": ["-DGGML_LLAMAFILE=ON"],
     "openblas": ["-DGGML_BLAS=ON", "-DGGML_BLAS_VENDOR=OpenBLAS"],
 }
-NEMO_TINY = os.path.join(ROOT, "tests", "data", "nemo-tiny", "model.nemo")
+# The encoder's biases that NeMo's use_bias covers (whisper.cpp's Parakeet loader takes none of them).
+ENCODER_BIAS = re.compile(r"^encoder\.layers\.\d+\.(feed_forward[12]\.linear[12]|self_attn\.linear_(q|k|v|out)|"
+                          r"conv\.(pointwise_conv[12]|depthwise_conv))\.bias$")
 
 
 def build_peer(src, name, options):
@@ -71,13 +77,50 @@ def build_peer(src, name, options):
     return cli
 
 
+def strip_encoder_biases(src, dst):
+    """The model directory SRC without its encoder biases (use_bias false) in DST: the safetensors file rewritten
+    without those tensors, config.json with use_bias false, the tokenizer copied."""
+    os.makedirs(dst, exist_ok=True)
+    with open(os.path.join(src, "model.safetensors"), "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+        data = f.read()
+    meta = header.pop("__metadata__", None)
+    kept, blobs, offset = {}, [], 0
+    for name, t in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
+        if ENCODER_BIAS.match(name):
+            continue
+        blob = data[t["data_offsets"][0]:t["data_offsets"][1]]
+        kept[name] = {"dtype": t["dtype"], "shape": t["shape"], "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    if meta is not None:
+        kept["__metadata__"] = meta
+    head = json.dumps(kept, separators=(",", ":")).encode()
+    head += b" " * (-len(head) % 8)
+    with open(os.path.join(dst, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    cfg["encoder"]["use_bias"] = False
+    with open(os.path.join(dst, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=1)
+    shutil.copy(os.path.join(src, "tokenizer.model"), dst)
+
+
 def peer_model(src, steno, work):
-    """nemo-tiny as whisper.cpp's ggml file and as a steno model directory: (ggml path, steno directory)."""
+    """The bundled model without its encoder biases as one .nemo (tools/nemo/make_nemo.py), converted by
+    whisper.cpp's converter (f32) and imported by `steno model import`: (ggml path, steno directory), the same
+    weights in both programs."""
     python = os.environ.get("STENO_TORCH_PYTHON", "/usr/bin/python3")
-    subprocess.run([python, os.path.join(src, "models", "convert-parakeet-to-ggml.py"), "--model", NEMO_TINY,
+    stripped, nemo = os.path.join(work, "bias-free"), os.path.join(work, "bias-free.nemo")
+    strip_encoder_biases(MODEL, stripped)
+    subprocess.run([python, os.path.join(ROOT, "tools", "nemo", "make_nemo.py"), stripped, nemo], check=True,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run([python, os.path.join(src, "models", "convert-parakeet-to-ggml.py"), "--model", nemo,
                     "--out-dir", work, "--use-f32"], check=True, stdout=subprocess.DEVNULL)
-    steno_dir = os.path.join(work, "nemo-tiny-steno")
-    subprocess.run([steno, "model", "import", NEMO_TINY, "--out", steno_dir], check=True, stdout=subprocess.DEVNULL)
+    steno_dir = os.path.join(work, "bias-free-steno")
+    subprocess.run([steno, "model", "import", nemo, "--out", steno_dir], check=True, stdout=subprocess.DEVNULL)
     return os.path.join(work, "ggml-model-f32.bin"), steno_dir
 
 
@@ -97,7 +140,8 @@ def main():
     ap.add_argument("--steno", action="append", required=True, help="a steno binary (repeatable)")
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--out", help="result JSON (default: stdout)")
-    ap.add_argument("--whisper-cpp", help="a whisper.cpp source tree: its parakeet-cli joins on nemo-tiny")
+    ap.add_argument("--whisper-cpp", help="a whisper.cpp source tree: its parakeet-cli joins on the bundled model "
+                                          "without its encoder biases")
     ap.add_argument("--clip-seconds", default="1,9,60", help="comma-separated clip lengths (default 1,9,60)")
     ap.add_argument("--gemm", default="",
                     help="comma-separated --gemm values for steno's transcribe commands, each an arm of its own "
@@ -127,12 +171,12 @@ def main():
         for steno in map(os.path.abspath, args.steno):  # every steno beside the peer: a before/after pair too
             for seconds, path in clips.items():
                 for tag, gemm in gemms:
-                    commands[(steno, f"nemo-tiny {seconds} s{tag}")] = [steno, "transcribe", "-t", "2", *gemm,
+                    commands[(steno, f"bias-free {seconds} s{tag}")] = [steno, "transcribe", "-t", "2", *gemm,
                                                                         "--model", steno_dir, path]
         for name, options in PEER_BUILDS.items():
             cli = build_peer(args.whisper_cpp, name, options)
             for seconds, path in clips.items():
-                commands[(f"whisper.cpp parakeet-cli ({name})", f"nemo-tiny {seconds} s")] = [
+                commands[(f"whisper.cpp parakeet-cli ({name})", f"bias-free {seconds} s")] = [
                     cli, "-m", ggml, "-f", path, "-t", "2", "-ng"]
 
     walls = {key: [] for key in commands}

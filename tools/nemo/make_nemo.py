@@ -6,7 +6,8 @@ real size without downloading one (docs/model-format.md).
     /usr/bin/python3 tools/nemo/make_nemo.py /tmp/p06 /tmp/p06.nemo
 
 Writes an uncompressed tar, as NeMo >= 1.7 does, of ./model_config.yaml (the sections and keys NeMo writes for a
-FastConformer-TDT model, values from config.json), ./<hex>_tokenizer.model and ./model_weights.ckpt (torch.save of
+FastConformer-TDT model, values from config.json), ./<hex>_tokenizer.model with NeMo's ./<hex>_tokenizer.vocab and
+./<hex>_vocab.txt beside it (whisper.cpp's converter reads the first) and ./model_weights.ckpt (torch.save of
 the state dict: f32 tensors under NeMo's names, BatchNorm's num_batches_tracked counters added as NeMo has them).
 Only FastConformer-TDT directories; the file is for measurements, never committed.
 """
@@ -22,15 +23,19 @@ import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from steno_ref import safetensors_io  # noqa: E402
+from steno_ref.nemo_tokenizer import tokenizer_members  # noqa: E402
 
-TOKENIZER = "0123456789abcdef0123456789abcdef_tokenizer.model"
 
-
-def model_config(cfg):
+def model_config(cfg, tok_names):
     p, e, d, j = cfg["preprocessor"], cfg["encoder"], cfg["decoder"], cfg["joint"]
     return {
         "sample_rate": p["sample_rate"],
-        "tokenizer": {"dir": None, "type": "bpe", "model_path": f"nemo:{TOKENIZER}"},
+        "model_defaults": {"enc_hidden": e["d_model"], "pred_hidden": d["pred_hidden"],
+                           "joint_hidden": j["joint_hidden"], "tdt_durations": cfg["decoding"]["durations"],
+                           "num_tdt_durations": len(cfg["decoding"]["durations"])},
+        "tokenizer": {"dir": None, "type": "bpe", "model_path": f"nemo:{tok_names['model']}",
+                      "vocab_path": f"nemo:{tok_names['vocab_txt']}",
+                      "spe_tokenizer_vocab": f"nemo:{tok_names['spm_vocab']}"},
         "preprocessor": {
             "_target_": "nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor",
             "sample_rate": p["sample_rate"], "normalize": p["normalize"], "window_size": p["window_size"],
@@ -96,10 +101,11 @@ def main(argv):
     weights = io.BytesIO()
     torch.save(state_dict(model_dir), weights)
     with open(os.path.join(model_dir, "tokenizer.model"), "rb") as f:
-        tokenizer = f.read()
+        names, tok_members = tokenizer_members(f.read())
     with tarfile.open(out, "w:") as tar:
-        add(tar, "model_config.yaml", yaml.safe_dump(model_config(cfg), sort_keys=False).encode("utf-8"))
-        add(tar, TOKENIZER, tokenizer)
+        add(tar, "model_config.yaml", yaml.safe_dump(model_config(cfg, names), sort_keys=False).encode("utf-8"))
+        for name, data in tok_members.items():
+            add(tar, name, data)
         add(tar, "model_weights.ckpt", weights.getbuffer())
     print(f"wrote {out}")
     return 0

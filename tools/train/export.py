@@ -17,7 +17,6 @@ must be identical (exit status 1 otherwise).
 """
 import argparse
 import collections
-import hashlib
 import io
 import os
 import subprocess
@@ -35,32 +34,12 @@ sys.path.insert(0, HERE)
 
 import ckpt as ckptlib  # noqa: E402
 from steno_ref.model import FastConformerTDT  # noqa: E402
+from steno_ref.nemo_tokenizer import tokenizer_members  # noqa: E402
 
 
 class _NoAliasDumper(yaml.SafeDumper):
     def ignore_aliases(self, data):  # OmegaConf writes repeated lists out, not as &anchors
         return True
-
-
-def _hex(data, salt):
-    return hashlib.md5(salt.encode() + data).hexdigest()  # 32 hex digits, like NeMo's uuid4().hex
-
-
-def spm_vocab_files(tok_bytes):
-    """(<x>_tokenizer.vocab text, <x>_vocab.txt text) as NeMo's tokenizer tooling writes them."""
-    import sentencepiece as spm
-    sp = spm.SentencePieceProcessor(model_proto=tok_bytes)
-    spm_vocab, vocab_txt = [], []
-    for i in range(sp.get_piece_size()):
-        piece = sp.id_to_piece(i)
-        score = sp.get_score(i)
-        spm_vocab.append(f"{piece}\t{int(score) if float(score).is_integer() else score}")
-        if sp.is_control(i) or sp.is_unknown(i):
-            continue
-        token = piece[1:] if piece.startswith("\u2581") else "##" + piece
-        if token:
-            vocab_txt.append(token)
-    return "\n".join(spm_vocab) + "\n", "\n".join(vocab_txt) + "\n"
 
 
 def nemo_config(cfg, tcfg, tok_names):
@@ -158,9 +137,7 @@ def nemo_config(cfg, tcfg, tok_names):
 def write_nemo(ck, out_path):
     cfg, sd = ck["model_cfg"], ck["model"]
     tok = ckptlib.tensor_to_bytes(ck["tokenizer"])
-    spm_vocab, vocab_txt = spm_vocab_files(tok)
-    names = {"model": _hex(tok, "model") + "_tokenizer.model", "spm_vocab": _hex(tok, "vocab") + "_tokenizer.vocab",
-             "vocab_txt": _hex(tok, "txt") + "_vocab.txt"}
+    names, tok_members = tokenizer_members(tok)
     y = nemo_config(cfg, ck.get("train_cfg"), names)
     weights = collections.OrderedDict((k, v.detach().cpu().contiguous()) for k, v in sd.items())
     if float(y["joint"]["jointnet"]["dropout"]) == 0.0:  # NeMo's joint_net is [ReLU, Linear] without dropout
@@ -170,8 +147,7 @@ def write_nemo(ck, out_path):
     torch.save(weights, buf)
     members = [("model_config.yaml", yaml.dump(y, Dumper=_NoAliasDumper, sort_keys=False,
                                                allow_unicode=True).encode("utf-8")),
-               ("model_weights.ckpt", buf.getvalue()), (names["model"], tok),
-               (names["spm_vocab"], spm_vocab.encode("utf-8")), (names["vocab_txt"], vocab_txt.encode("utf-8"))]
+               ("model_weights.ckpt", buf.getvalue()), *tok_members.items()]
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     now = int(time.time())
     with tarfile.open(out_path, "w:") as tar:  # NeMo >= 1.7: uncompressed, tar.add(dir, arcname=".")
