@@ -1,5 +1,6 @@
 // Activations and softmax. Math in f32 with full-precision expf (no fast-math intrinsics), so f32 results stay
-// within a few ulp of the CPU kernels.
+// within a few ulp of the CPU kernels; SiLU and GLU of 16-bit values take the fast forms (gate_for,
+// launch_common.cuh).
 #include <algorithm>
 #include <cstdint>
 
@@ -13,8 +14,9 @@ namespace {
 struct Relu {
   __device__ float operator()(float v) const { return v > 0.0f ? v : 0.0f; }  // NaN -> 0, as on the CPU
 };
+template <typename T>
 struct Silu {
-  __device__ float operator()(float v) const { return v / (1.0f + expf(-v)); }
+  __device__ float operator()(float v) const { return silu_for<T>(v); }
 };
 struct Sigmoid {
   __device__ float operator()(float v) const { return 1.0f / (1.0f + expf(-v)); }
@@ -44,7 +46,7 @@ __global__ void glu_kernel(const T* x, T* y, int64_t c, int64_t n) {
   for (int64_t i = thread_index(); i < n; i += thread_stride()) {
     const int64_t r = i / c, j = i % c;
     const float a = to_f32(x[r * 2 * c + j]), g = to_f32(x[r * 2 * c + c + j]);
-    y[i] = from_f32<T>(a / (1.0f + expf(-g)));
+    y[i] = from_f32<T>(gate_for<T>(a, g));
   }
 }
 
@@ -134,7 +136,7 @@ void launch_relu(Dt dt, const void* x, void* y, int64_t n, cudaStream_t stream) 
 }
 
 void launch_silu(Dt dt, const void* x, void* y, int64_t n, cudaStream_t stream) {
-  launch_map(dt, x, y, n, stream, Silu{});
+  dispatch_dt(dt, [&](auto tag) { launch_map(dt, x, y, n, stream, Silu<decltype(tag)>{}); });
 }
 
 void launch_sigmoid(Dt dt, const void* x, void* y, int64_t n, cudaStream_t stream) {

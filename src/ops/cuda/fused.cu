@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(kThreads)
     float v = 0.0f;
     if (t >= 0 && t < length && c < channels) {
       const T* row = xb + t * 2 * channels;
-      v = to_f32(from_f32<T>(to_f32(row[c]) / (1.0f + expf(-to_f32(row[channels + c])))));
+      v = to_f32(from_f32<T>(gate_for<T>(to_f32(row[c]), to_f32(row[channels + c]))));
     }
     gated[i] = v;
   }
@@ -168,7 +168,7 @@ __global__ void __launch_bounds__(kThreads)
   // The convolution's output in T, as the plain chain has it, then SiLU.
   auto store = [&](int s, float acc) {
     const float v = to_f32(from_f32<T>(acc));
-    y[(b * steps + t0 + s) * channels + c] = from_f32<T>(v / (1.0f + expf(-v)));
+    y[(b * steps + t0 + s) * channels + c] = from_f32<T>(silu_for<T>(v));
   };
   if constexpr (TAPS > 0) {
     const int s0 = static_cast<int>(threadIdx.x / kTileChannels) * kStepsPerThread;

@@ -31,6 +31,21 @@ void dispatch_dt(Dt dt, Fn&& fn) {
   }
 }
 
+// SiLU (v · sigmoid(v)) and a GLU's gate (a · sigmoid(g)) for values stored as T. For f32 storage the precise
+// expf and division, as the CPU computes them. For f16 and bf16 the fast exponential and division: their error of
+// a few f32 ulps is far below the 16-bit rounding of the result, and the precise forms made these passes
+// compute-bound (the bf16 feed-forward's SiLU took 0.10 ms at 32 x 45 s on the H200 for ~0.06 ms of memory
+// traffic). Large negative inputs give 0 (the division by infinity).
+template <typename T>
+__device__ __forceinline__ float gate_for(float a, float g) {
+  if constexpr (sizeof(T) == 4) return a / (1.0f + expf(-g));
+  else return __fdividef(a, 1.0f + __expf(-g));
+}
+template <typename T>
+__device__ __forceinline__ float silu_for(float v) {
+  return gate_for<T>(v, v);
+}
+
 // Butterfly sum over a warp: every lane ends with the same bits (each step adds the same two values in either
 // order), so lanes may branch on the result together.
 __device__ __forceinline__ float warp_sum(float v) {
