@@ -7,7 +7,6 @@
 namespace steno::asr::cuda_features {
 namespace {
 
-using ops::cuda::blocks_for;
 using ops::cuda::thread_index;
 using ops::cuda::thread_stride;
 
@@ -21,25 +20,35 @@ __device__ __forceinline__ float emphasised(const float* x, int64_t len, int64_t
   return __fsub_rn(cur, __fmul_rn(p.preemph, prev));  // no FMA contraction: the CPU rounds twice too
 }
 
-__global__ void frames_kernel(const float* audio, ClipTable clips, int64_t batch, int64_t max_frames, FrameParams p,
-                              float* out) {
-  const int64_t total = batch * max_frames * p.win;
-  for (int64_t e = thread_index(); e < total; e += thread_stride()) {
-    const int64_t n = e % p.win, row = e / p.win, t = row % max_frames, b = row / max_frames;
-    float v = 0.0f;
-    if (t < clips.frames[b]) {
-      int64_t i = t * p.hop + p.offset + n - p.pad;
-      const int64_t len = clips.length[b];
-      const float gain = clips.gain != nullptr ? clips.gain[b] : 1.0f;
+// A block per frame row (b, t), its threads over the row's win values: the row's divisions once per block. A thread
+// per value with four 64-bit divisions each took 0.59 ms for 32 x 45 s on the H200, four times its memory traffic.
+constexpr int kRowThreads = 128;
+constexpr int64_t kMaxRowBlocks = 1 << 20;  // more rows: each block takes several
+
+__global__ void __launch_bounds__(kRowThreads) frames_kernel(const float* audio, ClipTable clips, int64_t batch,
+                                                             int64_t max_frames, FrameParams p, float* out) {
+  for (int64_t row = blockIdx.x; row < batch * max_frames; row += gridDim.x) {
+    const int64_t t = row % max_frames, b = row / max_frames;
+    float* o = out + row * p.win;
+    if (t >= clips.frames[b]) {
+      for (int n = threadIdx.x; n < p.win; n += kRowThreads) o[n] = 0.0f;
+      continue;
+    }
+    const int64_t len = clips.length[b], first = t * p.hop + p.offset - p.pad;
+    const float gain = clips.gain != nullptr ? clips.gain[b] : 1.0f;
+    const float* x = audio + clips.start[b];
+    for (int n = threadIdx.x; n < p.win; n += kRowThreads) {
+      int64_t i = first + n;
+      float v = 0.0f;
       if (p.nemo25) {
-        if (i >= 0 && i < len) v = emphasised(audio + clips.start[b], len, i, gain, p);
+        if (i >= 0 && i < len) v = emphasised(x, len, i, gain, p);
       } else {  // reflect padding around the batch-padded signal [0, max_len)
         if (i < 0) i = -i;
         if (i >= p.max_len) i = 2 * (p.max_len - 1) - i;
-        v = emphasised(audio + clips.start[b], len, i, gain, p);
+        v = emphasised(x, len, i, gain, p);
       }
+      o[n] = v;
     }
-    out[e] = v;
   }
 }
 
@@ -62,13 +71,17 @@ __global__ void __launch_bounds__(kPeakThreads) peak_gains_kernel(const float* a
   }
 }
 
-__global__ void power_kernel(const float* spec, int64_t rows, int32_t bins, float* power) {
-  const int64_t total = rows * bins;
-  for (int64_t e = thread_index(); e < total; e += thread_stride()) {
-    const int64_t r = e / bins, k = e % bins;
-    const float re = spec[r * 2 * bins + k], im = spec[r * 2 * bins + bins + k];
-    const float mag = sqrtf(__fadd_rn(__fmul_rn(re, re), __fmul_rn(im, im)));
-    power[e] = __fmul_rn(mag, mag);
+// |X|^2 of each bin, a block per row (the real parts then the imaginary parts of its spectrum); the same values as
+// a thread per value with 64-bit divisions, which took 0.26 ms for 32 x 45 s on the H200.
+__global__ void __launch_bounds__(kRowThreads) power_kernel(const float* spec, int64_t rows, int32_t bins,
+                                                            float* power) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* s = spec + r * 2 * bins;
+    for (int k = threadIdx.x; k < bins; k += kRowThreads) {
+      const float re = s[k], im = s[bins + k];
+      const float mag = sqrtf(__fadd_rn(__fmul_rn(re, re), __fmul_rn(im, im)));
+      power[r * bins + k] = __fmul_rn(mag, mag);
+    }
   }
 }
 
@@ -136,9 +149,10 @@ __global__ void log_only_kernel(float* mel, const int64_t* frames, int64_t batch
 
 void launch_frames(const float* audio, ClipTable clips, int64_t batch, int64_t max_frames, FrameParams p,
                    float* frames, cudaStream_t stream) {
-  const int64_t total = batch * max_frames * p.win;
-  if (total == 0) return;
-  frames_kernel<<<blocks_for(total, 256), 256, 0, stream>>>(audio, clips, batch, max_frames, p, frames);
+  const int64_t rows = batch * max_frames;
+  if (rows * p.win == 0) return;
+  frames_kernel<<<static_cast<unsigned>(std::min(rows, kMaxRowBlocks)), kRowThreads, 0, stream>>>(
+      audio, clips, batch, max_frames, p, frames);
 }
 
 void launch_peak_gains(const float* audio, ClipTable clips, int64_t batch, float eps, float* gains,
@@ -149,7 +163,8 @@ void launch_peak_gains(const float* audio, ClipTable clips, int64_t batch, float
 
 void launch_power(const float* spec, int64_t rows, int32_t bins, float* power, cudaStream_t stream) {
   if (rows * bins == 0) return;
-  power_kernel<<<blocks_for(rows * bins, 256), 256, 0, stream>>>(spec, rows, bins, power);
+  power_kernel<<<static_cast<unsigned>(std::min(rows, kMaxRowBlocks)), kRowThreads, 0, stream>>>(spec, rows, bins,
+                                                                                                power);
 }
 
 void launch_log_normalize(float* mel, const int64_t* frames, int64_t batch, int64_t max_frames, int32_t n_mels,
