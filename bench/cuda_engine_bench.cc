@@ -645,7 +645,7 @@ void register_benchmarks() {
     add("offline_mix/b" + std::to_string(b), offline_mix, b, 1)->Iterations(3)->Repetitions(1);
   add("offline_mix/b128/lanes:2", offline_mix, int64_t{128}, 2)->Iterations(3)->Repetitions(1);
   add("offline_mix/planned", offline_mix, kPlanned, 1)->Iterations(3)->Repetitions(1);
-  for (int lanes : {2, 3})
+  for (int lanes : {2, 3, 4})
     add(fmt::format("offline_mix/planned/lanes:{}", lanes), offline_mix, kPlanned, lanes)->Iterations(3)->Repetitions(1);
 }
 
