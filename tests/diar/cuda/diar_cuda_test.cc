@@ -137,7 +137,9 @@ TEST_P(DiarCuda, TheV2LayoutMatchesTheCpu) {
   fs::remove_all(dir);
   print("v2 layout", dt, e);
   EXPECT_LE(e.probs, encoder_tolerance(dt));
-  if (dt == DType::kF32) EXPECT_TRUE(e.same_rttm);
+  if (dt == DType::kF32) {
+    EXPECT_TRUE(e.same_rttm);
+  }
 }
 
 // A copy of a model directory with the front end's normalisation switched off: chunk-wise features.
