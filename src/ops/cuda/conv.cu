@@ -62,25 +62,15 @@ __global__ void __launch_bounds__(kThreads)
     const int oh = idx / wo, ow = idx - oh * wo;
     const int ih0 = oh * g.stride_h - g.pad_h, iw0 = ow * g.stride_w - g.pad_w;
     float acc = b0;
-    if constexpr (K > 0) {
+#pragma unroll  // K > 0: kh and kw are constants
+    for (int r = 0; r < kh; ++r) {
+      const int ih = ih0 + r;
+      const bool row_in = ih >= 0 && ih < h;
 #pragma unroll
-      for (int r = 0; r < K; ++r) {
-        const int ih = ih0 + r;
-        const bool row_in = ih >= 0 && ih < h;
-#pragma unroll
-        for (int s = 0; s < K; ++s) {
-          const int iw = iw0 + s;
-          if (row_in && iw >= 0 && iw < wd) acc = fmaf(wk[r * K + s], to_f32(xp[int64_t{ih} * wd + iw]), acc);
-        }
-      }
-    } else {
-      for (int r = 0; r < kh; ++r) {
-        const int ih = ih0 + r;
-        if (ih < 0 || ih >= h) continue;
-        for (int s = 0; s < kw; ++s) {
-          const int iw = iw0 + s;
-          if (iw >= 0 && iw < wd) acc = fmaf(to_f32(wp[r * kw + s]), to_f32(xp[int64_t{ih} * wd + iw]), acc);
-        }
+      for (int s = 0; s < kw; ++s) {
+        const int iw = iw0 + s;
+        const float wt = K > 0 ? wk[r * kw + s] : to_f32(wp[r * kw + s]);
+        if (row_in && iw >= 0 && iw < wd) acc = fmaf(wt, to_f32(xp[int64_t{ih} * wd + iw]), acc);
       }
     }
     yp[idx] = from_f32<T>(acc);
@@ -303,7 +293,6 @@ void launch_fill_channel_bias(Dt dt, const void* bias, void* y, int64_t rows, in
   dispatch_dt(dt, [&](auto tag) {
     using T = decltype(tag);
     const bool vec = aligned16(y) && cols * int64_t{sizeof(T)} % 16 == 0;
-    constexpr int64_t kMaxGridX = 0x7fffffff;
     for (int64_t r0 = 0; r0 < rows; r0 += kMaxGridX)
       fill_channel_bias_kernel<T><<<static_cast<unsigned>(std::min(kMaxGridX, rows - r0)), kThreads, 0, stream>>>(
           static_cast<const T*>(bias), static_cast<T*>(y), r0, cols, channels, vec);

@@ -55,7 +55,6 @@ void launch_merge_channels(Dt dt, const void* x, void* y, int64_t b, int64_t c, 
   if (n == 0) return;
   dispatch_dt(dt, [&](auto tag) {
     using T = decltype(tag);
-    constexpr int64_t kMaxGridX = 0x7fffffff;
     for (int64_t r0 = 0; r0 < b * t; r0 += kMaxGridX) {
       const unsigned rows = static_cast<unsigned>(std::min(kMaxGridX, b * t - r0));
       if (c * f <= kMaxGridX)

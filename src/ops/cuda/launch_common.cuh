@@ -80,6 +80,9 @@ inline constexpr int64_t kMaxBlocks = 4096;
 // Rows up to this length take one warp each (softmax, layer norm); longer rows take a block of kThreads.
 inline constexpr int64_t kWarpRowMax = 1024;
 
+// The most blocks a launch's grid takes in x (2^31 - 1); kernels with a block per row loop over longer inputs.
+inline constexpr int64_t kMaxGridX = 0x7fffffff;
+
 // Blocks for n work items of per_block each, capped at kMaxBlocks.
 inline unsigned grid_for(int64_t n, int per_block = kThreads) {
   return static_cast<unsigned>(std::min<int64_t>(blocks_for(n, per_block), kMaxBlocks));
