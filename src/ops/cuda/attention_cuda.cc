@@ -195,8 +195,9 @@ int flash_attention_level() { return flash_level.load(std::memory_order_relaxed)
 namespace {
 
 // Whether a flash kernel at `level` (1 plain, 2 relative positions) takes a call of batch x heads x steps: below
-// two blocks per SM (one 60 s clip: 12 x 8 = 96 blocks on 132 SMs) each block's serial walk over the keys leaves
-// the device idle, and the GEMM path is faster (11.7 against 15.3 ms for Sortformer at 1 x 60 s), unless the
+// two 64-query pieces of work per SM (one 60 s clip: 12 x 8 = 96 on 132 SMs; the kernel's blocks take 128 queries
+// now, so: below one block per SM) each block's serial walk over the keys leaves the device idle, and the GEMM
+// path is faster (11.7 against 15.3 ms for Sortformer at 1 x 60 s, measured with 64-query blocks), unless the
 // GEMM path cannot take the call (rows past its softmax's limit, or one item's scores past the score budget).
 bool flash_takes(const Context& ctx, int level, int64_t batch, int64_t heads, int64_t steps, int64_t item_bytes) {
   const int set = flash_attention_level();

@@ -2,15 +2,19 @@
 // with a key padding mask (Sortformer's Transformer) and NeMo's relative-position attention (the FastConformer's),
 // in f16/bf16, the T x T scores never leaving the chip. Where the GEMM path (attention_cuda.cc) writes and
 // rereads f32 score matrices (about 4 GB a layer for the Conformer at 32 x 750 frames), these read q, k, v (and
-// the pos rows) once per 64 queries.
+// the pos rows) once per 128 queries.
 //
-// A block takes 64 queries [q0, q0 + 64) of one (item, head), four warps of 16 rows. For every 64-key tile
-// [k0, k0 + 64) it stages K and V (and, for relative positions, the 128 pos rows the tile's offsets touch) in
-// shared memory with asynchronous copies, then each warp, with mma.m16n8k16 (flash_mma.cuh) and everything in
-// registers:
+// A block takes 128 queries [q0, q0 + 128) of one (item, head), eight warps of 16 rows. It walks the keys in
+// 64-key tiles [k0, k0 + 64), staged in shared memory with asynchronous copies one tile ahead: while the warps
+// compute on tile i, tile i + 1's K and V rows land in the other buffer, so the copies' latency hides behind the
+// tensor cores' work (the earlier kernel, a tile at a time, 64 queries, waited on every tile's copies: 0.78 ms a
+// layer at the 0.6b encoder's 32 x 45 s, ~30 % of the encoder). For relative positions the tile's scores use the
+// 192 pos rows from cbase = T-1-(q0+127)+k0; the next tile's window is the same shifted by 64, so the pos rows live
+// in a ring of 256 (row c in slot c mod 256) and each tile copies only its 64 new rows (and their v·pos terms).
+// Each warp, with mma.m16n8k16 (flash_mma.cuh) and everything in registers:
 //   S = Q_w · K_tileᵀ (16 x 64, f32; Q_w's fragments are loaded once per block),
 //   relative positions: score (i, j) uses pos row c = T-1-i+j (NeMo's rel_shift). Warp w's 16 rows need the 80
-//     pos rows from cbase + 48 - 16w (cbase = T-1-(q0+63)+k0): BD = Q_w · pos_wᵀ (16 x 80) goes through a
+//     pos rows from cbase + 112 - 16w: BD = Q_w · pos_wᵀ (16 x 80, ten independent accumulators) goes through a
 //     per-warp shared tile, from which row r reads columns 15 - r + j; then, in the GEMM path's order,
 //     s = (S + u·k_j + BD + v·pos_c) * scale with the f32 bias terms of launch_rel_pos_bias_dots;
 //   plain: s = S * scale;
@@ -35,20 +39,26 @@ using flash::kRows;
 using flash::kWarps;
 using flash::tile_ld;
 
-constexpr int kBand = 80;            // pos rows (BD columns) one warp uses per key tile
-constexpr int kPosRows = 2 * kKeys;  // pos rows a block stages per key tile (127 used)
+constexpr int kBand = 80;                      // pos rows (BD columns) one warp uses per key tile
+constexpr int kPosWindow = kRows + kKeys;      // pos rows a key tile's scores use (the last one never)
+constexpr int kPosRing = kPosWindow + kKeys;   // the window and the next tile's new rows
+static_assert((kPosRing & (kPosRing - 1)) == 0, "ring slots are taken with a mask");
+constexpr int ring_slot(int c) { return c & (kPosRing - 1); }  // also for c < 0
 
 template <typename T, int DP, bool kRelPos>
 struct Shared {
   static constexpr int ld = tile_ld<DP>();
   T q[kRows * ld];
-  T k[kKeys * ld];
-  T v[kKeys * ld];
-  T pos[kRelPos ? kPosRows * ld : 8];
+  T k[2][kKeys * ld];  // double-buffered key tiles
+  T v[2][kKeys * ld];
+  T pos[kRelPos ? kPosRing * ld : 8];
   float bd[kRelPos ? kWarps * 16 * kBand : 4];
-  float uk[kRelPos ? kKeys : 4];
-  float vp[kRelPos ? kPosRows : 4];
+  float uk[2][kRelPos ? kKeys : 4];
+  // v·pos_c at ring slot s and again at s + kPosRing, so that a lane reads its scores' terms at its base slot
+  // plus constants, without wrapping each one.
+  float vp[kRelPos ? 2 * kPosRing : 4];
 };
+static_assert(sizeof(Shared<__nv_bfloat16, 128, true>) <= 227 * 1024, "one block per SM on sm_90");
 
 struct Args {
   const void *q, *k, *v;
@@ -62,6 +72,38 @@ struct Args {
   bool vec;
 };
 
+// Queues the copies of key tile k0 into buffer `buf` (K, V and, for relative positions, u·k_j), and of the
+// kPosCount pos rows from c0 with their v·pos_c into the ring; zeros where a row does not exist.
+template <int kPosCount, typename T, int DP, bool kRelPos>
+__device__ __forceinline__ void load_key_tile(Shared<T, DP, kRelPos>& sh, const Args& a, int buf, int k0, int c0) {
+  const int64_t b = blockIdx.z, h = blockIdx.y, width = a.heads * a.dk;
+  const int T_ = static_cast<int>(a.steps), col0 = static_cast<int>(h) * a.dk;
+  const T* kb = static_cast<const T*>(a.k) + b * T_ * width;
+  const T* vb = static_cast<const T*>(a.v) + b * T_ * width;
+  flash::load_rows<T, DP, kKeys>(sh.k[buf], kb, k0, T_, width, col0, a.dk, a.vec);
+  flash::load_rows<T, DP, kKeys>(sh.v[buf], vb, k0, T_, width, col0, a.dk, a.vec);
+  if constexpr (kRelPos) {
+    const int n_pos = 2 * T_ - 1;
+    flash::load_rows_to<T, DP, kPosCount>(
+        sh.pos, [c0](int r) { return ring_slot(c0 + r); }, static_cast<const T*>(a.pos), c0, n_pos, width, col0,
+        a.dk, a.vec);
+    const float* ukb = a.uk + (h * a.batch + b) * T_;
+    const float* vph = a.vp + h * n_pos;
+    static_assert(kKeys <= flash::kThreads, "one u·k term per thread");
+    if (threadIdx.x < kKeys) {
+      const int i = threadIdx.x;
+      const bool ok = k0 + i < T_;
+      flash::copy_async_4(&sh.uk[buf][i], ok ? ukb + k0 + i : ukb, ok);
+    }
+    for (int i = threadIdx.x; i < kPosCount; i += flash::kThreads) {
+      const int c = c0 + i;
+      const bool ok = c >= 0 && c < n_pos;
+      flash::copy_async_4(&sh.vp[ring_slot(c)], ok ? vph + c : vph, ok);
+      flash::copy_async_4(&sh.vp[ring_slot(c) + kPosRing], ok ? vph + c : vph, ok);
+    }
+  }
+}
+
 template <typename T, int DP, bool kRelPos>
 __global__ void __launch_bounds__(kWarps * 32) flash_attention_kernel(Args a) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -72,7 +114,7 @@ __global__ void __launch_bounds__(kWarps * 32) flash_attention_kernel(Args a) {
 
   T* out = static_cast<T*>(a.out);
   const int64_t b = blockIdx.z, h = blockIdx.y, q0 = int64_t{blockIdx.x} * kRows;
-  const int64_t T_ = a.steps, width = a.heads * a.dk, col0 = h * a.dk, n_pos = 2 * T_ - 1;
+  const int64_t T_ = a.steps, width = a.heads * a.dk, col0 = h * a.dk;
   const int64_t len = a.lengths[b];
   const int dk = a.dk;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -84,10 +126,12 @@ __global__ void __launch_bounds__(kWarps * 32) flash_attention_kernel(Args a) {
     }
     return;
   }
+  // The first key tile's window of pos rows starts here; tile k0's at cbase0 + k0.
+  const int64_t cbase0 = (T_ - 1) - (q0 + kRows - 1);
   const T* qb = static_cast<const T*>(a.q) + b * T_ * width;
-  const T* kb = static_cast<const T*>(a.k) + b * T_ * width;
-  const T* vb = static_cast<const T*>(a.v) + b * T_ * width;
-  flash::load_rows<T, DP>(sh.q, kRows, qb, q0, T_, width, col0, dk, a.vec);
+  flash::load_rows<T, DP, kRows>(sh.q, qb, static_cast<int>(q0), static_cast<int>(T_), width,
+                                 static_cast<int>(col0), dk, a.vec);
+  load_key_tile<kPosWindow>(sh, a, 0, 0, static_cast<int>(cbase0));
   flash::wait_async_copies();
   __syncthreads();
 
@@ -100,80 +144,93 @@ __global__ void __launch_bounds__(kWarps * 32) flash_attention_kernel(Args a) {
   float o[DP / 8][4];
 #pragma unroll
   for (int n = 0; n < DP / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-  float m_run[2] = {-FLT_MAX, -FLT_MAX}, l_run[2] = {0.0f, 0.0f};  // rows g and g + 8 (l: this lane's columns)
-  const int cw = kKeys - 16 - 16 * warp;  // this warp's first pos row in the tile (48 - 16w)
+  // Running maxima of the scores and sums of P, rows g and g + 8 (l: this lane's columns). P = __expf(s - m), which
+  // nvcc turns into one FFMA and an ex2 (the earlier kernel's select on the mask kept the subtraction apart: 10 %
+  // of this kernel's time, for a rounding step less accurate). Any change of P's rounding moves the near-tie
+  // decisions of the benchmarks' random-weight model and so its decoding time: this one 0.654 -> 0.644 steps a frame
+  // at 32 x 45 s (+0.9 ms of decoding); 2^(s * c - m * c) with c = scale * log2(e), 1.5 % faster still, took
+  // 128 x 10 s from 5 to 18 ms on one row's long run of emissions (bench/results/h200-flash-pipelined).
+  float m_run[2] = {-FLT_MAX, -FLT_MAX}, l_run[2] = {0.0f, 0.0f};
+  const int cw = kRows - 16 - 16 * warp;  // this warp's first pos row in a tile's window (112 - 16w)
   float* bd_w = sh.bd + (kRelPos ? warp * 16 * kBand : 0);
 
-  for (int64_t k0 = 0; k0 < len; k0 += kKeys) {
-    __syncthreads();  // the previous tile is no longer read
-    flash::load_rows<T, DP>(sh.k, kKeys, kb, k0, T_, width, col0, dk, a.vec);
-    flash::load_rows<T, DP>(sh.v, kKeys, vb, k0, T_, width, col0, dk, a.vec);
-    const int64_t cbase = (T_ - 1) - (q0 + kRows - 1) + k0;
+  // Each lane's ldmatrix row within a tile, in bytes: K's B fragments (rows = keys), V's transposed ones, and the
+  // row offset the pos band adds per 16 columns.
+  constexpr uint32_t kElem = sizeof(T);
+  const uint32_t k_lane = ((lane % 8 + 8 * (lane / 16)) * ld + 8 * ((lane / 8) % 2)) * kElem;
+  const uint32_t v_lane = ((lane % 8 + 8 * ((lane / 8) % 2)) * ld + 8 * (lane / 16)) * kElem;
+  const int pos_lane_row = lane % 8 + 8 * (lane / 16);
+  const uint32_t pos_lane_col = 8 * ((lane / 8) % 2) * kElem, pos_base = flash::smem_u32(sh.pos);
+  // Row r = g + 8h of key column col = 8n + 2t + e' reads BD element r * kBand + 15 - r + col = 79r + 15 + col:
+  // a lane's base plus constants.
+  const float* bd_lane = bd_w + 79 * g + 2 * t + 15;
+
+  for (int64_t k0 = 0, tile = 0; k0 < len; k0 += kKeys, ++tile) {
+    const int buf = static_cast<int>(tile & 1);
+    // The next tile's copies go out first, into the buffer the previous tile used (every warp is past it: the
+    // barrier closing the last iteration) and the ring slots of pos rows no later tile reads.
+    if (k0 + kKeys < len)
+      load_key_tile<kKeys>(sh, a, buf ^ 1, static_cast<int>(k0 + kKeys), static_cast<int>(cbase0 + k0 + kPosWindow));
+    const uint32_t kt = flash::smem_u32(sh.k[buf]) + k_lane, vt = flash::smem_u32(sh.v[buf]) + v_lane;
+    const float* uk_lane = sh.uk[buf] + 2 * t;
+    const int n_valid = len - k0 < kKeys ? static_cast<int>(len - k0) : kKeys;  // keys of this tile before len
+    const int pw = static_cast<int>(cbase0 + k0) + cw;  // the pos row of this warp's first band column
+
     if constexpr (kRelPos) {
-      flash::load_rows<T, DP>(sh.pos, kPosRows, static_cast<const T*>(a.pos), cbase, n_pos, width, col0, dk, a.vec);
-      const float* ukb = a.uk + (h * a.batch + b) * T_;
-      const float* vph = a.vp + h * n_pos;
-      for (int i = threadIdx.x; i < kKeys; i += blockDim.x) sh.uk[i] = k0 + i < T_ ? ukb[k0 + i] : 0.0f;
-      for (int i = threadIdx.x; i < kPosRows; i += blockDim.x) {
-        const int64_t c = cbase + i;
-        sh.vp[i] = c >= 0 && c < n_pos ? vph[c] : 0.0f;
+      // BD = Q_w · pos_wᵀ (16 x 80) into the warp's shared tile: all ten 8-column accumulators at once, so that
+      // the tensor cores have ten independent chains (two at a time left them waiting on each MMA's latency).
+      float c[kBand / 8][4] = {};
+      uint32_t row[kBand / 16];
+#pragma unroll
+      for (int n2 = 0; n2 < kBand / 16; ++n2)
+        row[n2] = pos_base + ring_slot(pw + n2 * 16 + pos_lane_row) * ld * kElem + pos_lane_col;
+#pragma unroll
+      for (int kc = 0; kc < DP / 16; ++kc)
+#pragma unroll
+        for (int n2 = 0; n2 < kBand / 16; ++n2) {
+          uint32_t bf[4];
+          flash::ldmatrix_x4(bf, row[n2] + kc * 16 * kElem);
+          flash::mma_16816<T>(c[2 * n2], qf[kc], bf[0], bf[1]);
+          flash::mma_16816<T>(c[2 * n2 + 1], qf[kc], bf[2], bf[3]);
+        }
+#pragma unroll
+      for (int n = 0; n < kBand / 8; ++n) {
+        const int col = n * 8 + 2 * t;
+        *reinterpret_cast<float2*>(&bd_w[g * kBand + col]) = make_float2(c[n][0], c[n][1]);
+        *reinterpret_cast<float2*>(&bd_w[(g + 8) * kBand + col]) = make_float2(c[n][2], c[n][3]);
       }
+      __syncwarp();
     }
-    flash::wait_async_copies();
-    __syncthreads();
 
     // S = Q_w · Kᵀ: eight 8-key tiles; K's rows (keys) x 16 columns give B fragments without transposing.
     float s[kKeys / 8][4];
 #pragma unroll
     for (int n = 0; n < kKeys / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
 #pragma unroll
-    for (int n2 = 0; n2 < kKeys / 16; ++n2)
+    for (int kc = 0; kc < DP / 16; ++kc)
 #pragma unroll
-      for (int kc = 0; kc < DP / 16; ++kc) {
+      for (int n2 = 0; n2 < kKeys / 16; ++n2) {
         uint32_t bf[4];
-        flash::ldmatrix_x4(bf, &sh.k[(n2 * 16 + lane % 8 + 8 * (lane / 16)) * ld + kc * 16 + 8 * ((lane / 8) % 2)]);
+        flash::ldmatrix_x4(bf, kt + (n2 * 16 * ld + kc * 16) * kElem);
         flash::mma_16816<T>(s[2 * n2], qf[kc], bf[0], bf[1]);
         flash::mma_16816<T>(s[2 * n2 + 1], qf[kc], bf[2], bf[3]);
       }
 
-    if constexpr (kRelPos) {
-      // BD = Q_w · pos_wᵀ, 16-column pieces through the warp's shared tile.
-#pragma unroll
-      for (int n2 = 0; n2 < kBand / 16; ++n2) {
-        float c[2][4] = {};
-#pragma unroll
-        for (int kc = 0; kc < DP / 16; ++kc) {
-          uint32_t bf[4];
-          flash::ldmatrix_x4(
-              bf, &sh.pos[(cw + n2 * 16 + lane % 8 + 8 * (lane / 16)) * ld + kc * 16 + 8 * ((lane / 8) % 2)]);
-          flash::mma_16816<T>(c[0], qf[kc], bf[0], bf[1]);
-          flash::mma_16816<T>(c[1], qf[kc], bf[2], bf[3]);
-        }
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int col = n2 * 16 + half * 8 + 2 * t;
-          *reinterpret_cast<float2*>(&bd_w[g * kBand + col]) = make_float2(c[half][0], c[half][1]);
-          *reinterpret_cast<float2*>(&bd_w[(g + 8) * kBand + col]) = make_float2(c[half][2], c[half][3]);
-        }
-      }
-      __syncwarp();
-    }
-
     // The scores of rows g (e = 0, 1) and g + 8 (e = 2, 3), masked; the tile's row maxima.
+    const float* vp_lane = sh.vp + ring_slot(pw) + 15 - g + 2 * t;
     float tile_max[2] = {-FLT_MAX, -FLT_MAX};
 #pragma unroll
     for (int n = 0; n < kKeys / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int col = n * 8 + 2 * t + (e & 1), r = g + 8 * (e >> 1);
+        const int h8 = 8 * (e >> 1), cc = n * 8 + (e & 1);  // row g + h8; key column cc + 2t
         float x = s[n][e];
         if constexpr (kRelPos) {
-          const int shift = 15 - r + col;  // BD column, and pos row past cw, of key column col in row r
-          x = (x + sh.uk[col] + bd_w[r * kBand + shift] + sh.vp[cw + shift]) * a.scale;
+          x = (x + uk_lane[cc] + bd_lane[79 * h8 + cc] + vp_lane[cc - h8]) * a.scale;
         } else {
           x *= a.scale;
         }
-        x = k0 + col < len ? x : -FLT_MAX;
+        x = cc + 2 * t < n_valid ? x : -FLT_MAX;
         s[n][e] = x;
         tile_max[e >> 1] = fmaxf(tile_max[e >> 1], x);
       }
@@ -205,10 +262,8 @@ __global__ void __launch_bounds__(kWarps * 32) flash_attention_kernel(Args a) {
         const float* sn = s[2 * kk + half];
         float p[4], pr[4];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = (2 * kk + half) * 8 + 2 * t + (e & 1);
-          p[e] = k0 + col < len ? __expf(sn[e] - m_run[e >> 1]) : 0.0f;
-        }
+        for (int e = 0; e < 4; ++e)  // masked keys (-FLT_MAX) come out as 0: the row's maximum is a real score
+          p[e] = __expf(sn[e] - m_run[e >> 1]);
         pf[kk][2 * half] = flash::pack2<T>(p[0], p[1], pr[0], pr[1]);
         pf[kk][2 * half + 1] = flash::pack2<T>(p[2], p[3], pr[2], pr[3]);
         l_run[0] += pr[0] + pr[1];
@@ -221,10 +276,14 @@ __global__ void __launch_bounds__(kWarps * 32) flash_attention_kernel(Args a) {
 #pragma unroll
       for (int n2 = 0; n2 < DP / 16; ++n2) {
         uint32_t bf[4];
-        flash::ldmatrix_x4_trans(bf, &sh.v[(kk * 16 + lane % 8 + 8 * ((lane / 8) % 2)) * ld + n2 * 16 + 8 * (lane / 16)]);
+        flash::ldmatrix_x4_trans(bf, vt + (kk * 16 * ld + n2 * 16) * kElem);
         flash::mma_16816<T>(o[2 * n2], pf[kk], bf[0], bf[1]);
         flash::mma_16816<T>(o[2 * n2 + 1], pf[kk], bf[2], bf[3]);
       }
+
+    // The next tile's copies have landed, and every warp is done with this tile's buffers and band.
+    flash::wait_async_copies();
+    __syncthreads();
   }
 
   // out = O / l for rows before the length, zeros after; l joined over the row's four lanes.

@@ -38,20 +38,25 @@ __device__ __forceinline__ void mma_16816<__half>(float (&d)[4], const uint32_t 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// A shared-memory address as the 32-bit offset the shared-space instructions take. Tiles' addresses are kept in
+// this form so that an ldmatrix's address is a base register plus a constant, not 64-bit generic arithmetic.
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
 // Four 8 x 8 matrices of 16-bit values from shared memory; lanes 8i .. 8i+7 give the row addresses of matrix i.
 // Lane 4g + t receives row g, columns 2t and 2t+1 of each (with trans: rows 2t and 2t+1 of column g).
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row));
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
+               : "r"(row));
 }
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(row));
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t row) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(s));
+               : "r"(row));
 }
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) { ldmatrix_x4(r, smem_u32(row)); }
 
 // Two values rounded to T and packed (lo in the low half); `rounded` gets them back as f32.
 template <typename T>

@@ -116,6 +116,8 @@ const AttnCase kCases[] = {
     {"full_h1_dk64", 3, 100, 1, 64, {100, 0, 37}, {-1, -1}, 99},
     {"full_h8_dk16_wide_pos", 2, 77, 8, 16, {77, 50}, {-1, -1}, 80},
     {"full_h8_dk128", 2, 130, 8, 128, {1, 130}, {-1, -1}, 129},
+    // The 0.6b encoder's heads over 45 s: five 128-query blocks, nine key tiles through the pos-row ring.
+    {"full_h8_dk128_45s", 2, 563, 8, 128, {563, 300}, {-1, -1}, 562},
     {"full_h4_dk44", 2, 45, 4, 44, {45, 20}, {-1, -1}, 44},
     {"full_long", 2, 600, 1, 64, {600, 333}, {-1, -1}, 599},
     {"peaked_h8_dk128", 1, 100, 8, 128, {100}, {-1, -1}, 99, 4.0f},
