@@ -1,18 +1,23 @@
 #!/bin/sh
-# Download (here, on Debian 12) the .deb files of espeak-ng and flite and every library they load, so that the
-# GPU machine (Ubuntu 24.04, no package registry, no espeak) can unpack them with unpack_synth_debs.sh.
+# Download (here, on Debian 12) the .deb files of the synthesizers (espeak-ng, flite, festival with its three English
+# voices) and the codecs of the channel augmentation (lame, opus-tools), with every library they load, so that the
+# GPU machine (Ubuntu 24.04, no package registry, none of these) can unpack them with unpack_synth_debs.sh.
 #
 #   tools/data/fetch_synth_debs.sh [DEST]        # DEST defaults to .debs (git-ignored) in the repo root
 #
 # The dependency closure comes from apt-cache; glibc and the compiler runtime (libc6, libgcc-s1, gcc-12-base)
 # are left out on purpose: the target's own, newer ones must be used (a bookworm libc on LD_LIBRARY_PATH would
-# break every program). libelogind0 is only an alternative to libsystemd0. The rest is bundled even where the
-# target has its own copy: it is only ever loaded by espeak-ng/flite, through the wrappers that unpack writes.
+# break every program), and so is libstdc++6 (festival's C++ runtime: the target's newer one serves it).
+# libelogind0 is only an alternative to libsystemd0. festival's package dependencies for running as a system
+# service (adduser, alsa-utils, lsb-base, sgml-base and what they pull in: PAM, kmod, debconf) are left out: the
+# synthesis never uses them. The rest is bundled even where the target has its own copy: it is only ever loaded by
+# the synthesizers and codecs, through the wrappers that unpack writes.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DEST=${1:-$ROOT/.debs}
-PKGS="espeak-ng libespeak-ng1 espeak-ng-data libpcaudio0 libsonic0 flite libflite1"
-EXCLUDE='^(libc6|libgcc-s1|gcc-[0-9]+-base|libelogind0|debconf|dpkg|perl-base)$'
+PKGS="espeak-ng libespeak-ng1 espeak-ng-data libpcaudio0 libsonic0 flite libflite1
+      festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts lame opus-tools"
+EXCLUDE='^(libc6|libgcc-s1|gcc-[0-9]+-base|libstdc\+\+6|libelogind0|debconf|cdebconf|dpkg|perl-base|adduser|alsa-utils|lsb-base|sgml-base|sysvinit-utils|passwd|init-system-helpers|install-info|kmod|libkmod2|libpam.*|tar|libdebian-installer4|libnewt0\.52|libslang2|libtextwrap1|libsemanage.*|libsepol2|libaudit.*|libcap-ng0)$'
 
 if [ -z "$(apt-cache policy espeak-ng 2>/dev/null | grep Candidate | grep -v none)" ]; then
   echo "apt-cache knows no espeak-ng: run 'apt-get update' first" >&2

@@ -1,14 +1,22 @@
 #!/usr/bin/env python3
 """Synthesize English speech for the bundled model: 16 kHz int16 mono WAV (or FLAC) + a NeMo-style JSONL manifest.
 
-Python 3.11+ with numpy (1.24 .. 2.x), no other module. Speech comes from espeak-ng (or flite for the
-out-of-domain set) run as subprocesses, many at once. Text comes from the corpus of build_corpus.py.
+Python 3.11+ with numpy (1.24 .. 2.x), no other module. Speech comes from espeak-ng, flite and festival run as
+subprocesses, many at once (festival as one long-lived process per worker: its start takes ~0.8 s, an utterance
+~10 ms). Text comes from the corpus of build_corpus.py.
 
 Splits (--split):
-  train       train sentences, training voices, augmented (noise, gain, reverberation, speed, padding)
-  dev         held-out dev sentences, training voices, clean      (validation during training)
-  test        held-out test sentences, HELD-OUT voices, clean     (the WER figure)
-  flite-test  held-out test sentences, flite voices, clean        (out of domain: another synthesizer)
+  train          train sentences, training voices, augmented (noise, gain, reverberation, speed, padding)
+  dev            held-out dev sentences, training voices, clean      (validation during training)
+  test           held-out test sentences, HELD-OUT espeak-ng voices, clean     (the WER figure)
+  flite-test     held-out test sentences, all five flite voices, clean
+  festival-test  held-out test sentences, festival's three English voices (ked_diphone never in training), clean
+
+--mix (train and dev) says which synthesizers speak and how often, e.g. espeak:0.6,flite:0.2,festival:0.2; the
+default espeak:1 is the first bundled model's recipe, utterance for utterance. Training hears four flite voices
+(awb held out) and two of festival's (ked_diphone held out), so each synthesizer keeps a voice for its test set.
+--channel-aug (train) also passes a share of the clips through what uploads go through: a telephone band (300-3400
+Hz at 8 kHz, half of them mu-law), or an MP3 or Opus encode and decode (lame, opusenc/opusdec).
 
 Everything an utterance gets (sentence, voice, rate, pitch, augmentation) is drawn from a generator seeded by
 (seed, split, index), so utterance i is the same whatever --jobs is and whether the run was resumed. A run writes
@@ -26,6 +34,7 @@ import json
 import multiprocessing as mp
 import os
 import random
+import select
 import shutil
 import subprocess
 import sys
@@ -51,7 +60,13 @@ VARIANTS_EXTRA_TRAIN = ["Alex", "Alicia", "Andrea", "Andy", "Denis", "Diogo", "G
                         "michel", "miguel", "norbert", "pablo", "paul", "pedro", "quincy", "rob", "robert",
                         "sandro", "shelby", "steph", "steph2", "steph3", "travis", "victor"]
 VARIANTS_HELD = ["m3", "f4", "klatt3", "Annie", "edward", "edward2"]  # edward2 = edward with klatt 6
-FLITE_VOICES = ["kal", "kal16", "awb", "rms", "slt"]
+FLITE_VOICES = ["kal", "kal16", "awb", "rms", "slt"]       # flite-test
+FLITE_VOICES_TRAIN = ["kal", "kal16", "rms", "slt"]         # awb (Scottish English) held out
+# festival's English voices in Debian 12 (festvox-kallpc16k, festvox-kdlpc16k, festvox-us-slt-hts).
+FESTIVAL_VOICES = ["kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts"]  # festival-test
+FESTIVAL_VOICES_TRAIN = ["kal_diphone", "cmu_us_slt_arctic_hts"]          # ked_diphone held out
+FAMILIES = ("espeak", "flite", "festival")
+TEST_SPLITS = {"test", "flite-test", "festival-test"}
 
 RATE = (130, 220)   # words per minute (espeak -s)
 PITCH = (30, 70)    # espeak -p, 0..99
@@ -74,7 +89,7 @@ def transcript(speak):
 
 
 def select_sentences(rows, split, seed, min_words, max_words, in_vocab, sources=None, balance=False):
-    want = {"train": "train", "dev": "dev", "test": "test", "flite-test": "test"}[split]
+    want = "test" if split in TEST_SPLITS else split
     vocab = None
     if in_vocab:
         vocab = set()
@@ -106,11 +121,48 @@ def select_sentences(rows, split, seed, min_words, max_words, in_vocab, sources=
 # ----------------------------------------------------------------------------------------------------------------
 # per-utterance choices
 
-def pick_voice(split, r):
-    """-> (synth, voice string for the synthesizer, label)."""
+def parse_mix(text):
+    """"espeak:0.6,flite:0.2,festival:0.2" -> [(family, cumulative share)], shares normalised."""
+    parts = []
+    for item in filter(None, text.split(",")):
+        name, _, share = item.partition(":")
+        if name not in FAMILIES:
+            raise ValueError("unknown synthesizer %r in --mix (have %s)" % (name, ", ".join(FAMILIES)))
+        try:
+            w = float(share) if share else 1.0
+        except ValueError:
+            raise ValueError("bad share %r for %s in --mix" % (share, name)) from None
+        if not w > 0:
+            raise ValueError("share of %s in --mix must be > 0" % name)
+        parts.append((name, w))
+    if not parts or len({n for n, _ in parts}) != len(parts):
+        raise ValueError("--mix needs each synthesizer at most once and at least one")
+    total, acc, out = sum(w for _, w in parts), 0.0, []
+    for name, w in parts:
+        acc += w / total
+        out.append((name, acc))
+    return out
+
+
+def pick_voice(split, r, mix=(("espeak", 1.0),)):
+    """-> (synth, voice string for the synthesizer, label). A family is drawn only when the mix has several, so
+    that the default mix draws exactly what the first edition's recipe drew."""
     if split == "flite-test":
         v = r.choice(FLITE_VOICES)
         return "flite", v, "flite:" + v
+    if split == "festival-test":
+        v = r.choice(FESTIVAL_VOICES)
+        return "festival", v, "festival:" + v
+    family = mix[0][0]
+    if split in ("train", "dev") and len(mix) > 1:
+        x = r.random()
+        family = next((name for name, upto in mix if x < upto), mix[-1][0])
+    if family == "flite":
+        v = r.choice(FLITE_VOICES_TRAIN)
+        return "flite", v, "flite:" + v
+    if family == "festival":
+        v = r.choice(FESTIVAL_VOICES_TRAIN)
+        return "festival", v, "festival:" + v
     if split in ("train", "dev"):
         base = r.choice(ESPEAK_BASES_TRAIN)
         var = r.choice(VARIANTS_CORE_TRAIN) if r.random() < 0.5 else r.choice(VARIANTS_EXTRA_TRAIN)
@@ -122,10 +174,10 @@ def pick_voice(split, r):
     return "espeak", v, "espeak:" + v
 
 
-def plan(split, index, seed, pool, augment):
+def plan(split, index, seed, pool, augment, mix=(("espeak", 1.0),), channel=False):
     r = random.Random("%d/%s/%d" % (seed, split, index))
     source, speak = pool[index % len(pool)]
-    synth, voice, label = pick_voice(split, r)
+    synth, voice, label = pick_voice(split, r, mix)
     p = {"index": index, "source": source, "speak": speak, "text": transcript(speak), "synth": synth,
          "voice": voice, "label": label}
     if synth == "espeak":
@@ -145,6 +197,14 @@ def plan(split, index, seed, pool, augment):
             aug["noise"] = {"color": r.choice(["white", "pink", "brown"]), "snr": round(r.uniform(5.0, 40.0), 1)}
         aug["peak_db"] = round(r.uniform(-25.0, -1.0), 1)
         aug["noise_seed"] = r.getrandbits(63)
+        if channel:  # drawn last: without --channel-aug every other choice stays what it was
+            x = r.random()
+            if x < 0.15:
+                aug["channel"] = {"kind": "phone", "mulaw": r.random() < 0.5}
+            elif x < 0.30:
+                aug["channel"] = {"kind": "mp3", "kbps": r.choice([24, 32, 48, 64, 96])}
+            elif x < 0.45:
+                aug["channel"] = {"kind": "opus", "kbps": r.choice([8, 12, 16, 24, 32])}
     p["aug"] = aug
     return p
 
@@ -186,6 +246,64 @@ def synth_flite(p, flite):
         cmd = [flite, "-voice", p["voice"], "--setf", "duration_stretch=%s" % p["stretch"], "-t", p["speak"],
                "-o", path]
         subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+        with open(path, "rb") as fh:
+            return parse_wav(fh.read())
+
+
+class FestivalSession:
+    """One long-lived `festival --pipe`: a voice is loaded once (~0.8 s for the first), then an utterance takes
+    ~10 ms (diphone voices) to ~90 ms (HTS). Each request ends with a marker line that festival prints and
+    flushes, so the reply is complete when the marker arrives; a festival that says nothing for `timeout` seconds
+    is killed and the next request starts a new one. The output depends only on the text, voice and stretch,
+    not on what the process said before (checked byte for byte)."""
+
+    MARK = b"@@steno-festival-done@@"
+
+    def __init__(self, program, timeout=60.0):
+        self.program, self.timeout, self.proc, self.voice = program, timeout, None, None
+
+    def _start(self):
+        self.proc = subprocess.Popen([self.program, "--pipe"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.voice = None
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc.stdin.close()
+            self.proc.stdout.close()
+            self.proc = None
+
+    def _run(self, scheme):
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        self.proc.stdin.write(scheme.encode("ascii") + b'\n(format t "%s\\n")\n(fflush nil)\n' % self.MARK)
+        self.proc.stdin.flush()
+        buf, fd, deadline = b"", self.proc.stdout.fileno(), time.time() + self.timeout
+        while self.MARK not in buf:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.time()))
+            chunk = os.read(fd, 4096) if ready else b""
+            if not chunk:
+                self.close()
+                raise OSError("festival %s" % ("stopped" if ready else "timed out"))
+            buf += chunk
+
+    def synth(self, voice, stretch, text, path):
+        if voice != self.voice:
+            self._run("(voice_%s)" % voice)
+            self.voice = voice
+        quoted = text.replace("\\", " ").replace('"', " ")
+        self._run("(Parameter.set 'Duration_Stretch %s)\n"
+                  "(utt.save.wave (utt.synth (Utterance Text \"%s\")) \"%s\" 'riff)" % (stretch, quoted, path))
+
+
+def synth_festival(p, session):
+    with tempfile.TemporaryDirectory(prefix="festival") as d:
+        path = os.path.join(d, "o.wav")
+        session.synth(p["voice"], p["stretch"], p["speak"], path)
+        if not os.path.exists(path):
+            raise ValueError("festival wrote no audio")
         with open(path, "rb") as fh:
             return parse_wav(fh.read())
 
@@ -267,8 +385,64 @@ def speech_rms(x):
     return float(np.sqrt(np.mean(e[e > thr])) + 1e-12)
 
 
-def render(p, espeak, flite):
-    x, sr = synth_espeak(p, espeak) if p["synth"] == "espeak" else synth_flite(p, flite)
+def mulaw_8bit(x):
+    """G.711-style mu-law (mu = 255) quantised to 8 bits and expanded again; x in [-1, 1]."""
+    mu = 255.0
+    y = np.sign(x) * np.log1p(mu * np.abs(x)) / np.log1p(mu)
+    y = np.round(y * 127.0) / 127.0
+    return np.sign(y) * np.expm1(np.abs(y) * np.log1p(mu)) / mu
+
+
+def telephone(x, mulaw):
+    """A narrowband call: down to 8 kHz, only 300-3400 Hz kept (FFT mask), optionally mu-law, back to 16 kHz."""
+    y = resample(x, SR, 8000)
+    spec = np.fft.rfft(y)
+    f = np.fft.rfftfreq(len(y), 1.0 / 8000)
+    spec[(f < 300.0) | (f > 3400.0)] = 0.0
+    y = np.fft.irfft(spec, len(y))
+    if mulaw:
+        peak = np.max(np.abs(y)) + 1e-12
+        y = mulaw_8bit(y / peak * 0.9) * peak / 0.9
+    return resample(y, 8000, SR)[: len(x)]
+
+
+def codec_round_trip(x, kind, kbps):
+    """x (16 kHz, |x| <= 1) encoded as MP3 (lame) or Opus (opusenc) at kbps and decoded back to 16 kHz."""
+    with tempfile.TemporaryDirectory(prefix="codec") as d:
+        src, enc, dec = (os.path.join(d, n) for n in ("in.wav", "x." + kind, "out.wav"))
+        write_wav(src, np.clip(np.round(x * 32767.0), -32768, 32767).astype("<i2"))
+        if kind == "mp3":
+            steps = [["lame", "--quiet", "-b", str(kbps), src, enc], ["lame", "--quiet", "--decode", enc, dec]]
+        else:
+            steps = [["opusenc", "--quiet", "--bitrate", str(kbps), src, enc],
+                     ["opusdec", "--quiet", "--rate", str(SR), enc, dec]]
+        for cmd in steps:
+            subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+        with open(dec, "rb") as fh:
+            y, sr = parse_wav(fh.read())
+    if sr != SR:
+        raise ValueError("%s decoder gave %d Hz" % (kind, sr))
+    return y
+
+
+def apply_channel(y, ch):
+    head = 0.5 / (np.max(np.abs(y)) + 1e-12)  # headroom: the codecs must not clip
+    if ch["kind"] == "phone":
+        return telephone(y * head, ch["mulaw"]) / head
+    return codec_round_trip(y * head, ch["kind"], ch["kbps"]) / head
+
+
+def synthesize(p, tools):
+    if p["synth"] == "espeak":
+        return synth_espeak(p, tools["espeak"])
+    if p["synth"] == "flite":
+        return synth_flite(p, tools["flite"])
+    return synth_festival(p, tools["festival"])
+
+
+def render(p, tools):
+    """tools: {"espeak": program, "flite": program, "festival": FestivalSession}."""
+    x, sr = synthesize(p, tools)
     if len(x) < sr // 10 or not np.any(x):
         raise ValueError("synthesizer returned no audio")
     aug = p["aug"]
@@ -290,6 +464,8 @@ def render(p, espeak, flite):
         if "noise" in aug:
             nz = colored_noise(rng, len(y), aug["noise"]["color"])
             y = y + nz * speech_rms(y) / (np.sqrt(np.mean(nz ** 2)) + 1e-12) * 10 ** (-aug["noise"]["snr"] / 20)
+        if "channel" in aug:  # after the room and the noise, as a recording is sent
+            y = apply_channel(y, aug["channel"])
         peak_db = aug["peak_db"]
     else:
         peak_db = -3.0
@@ -314,16 +490,18 @@ _G = {}
 def _init(args_dict, pool):
     _G.update(args_dict)
     _G["pool"] = pool
+    _G["tools"] = {"espeak": args_dict["espeak"], "flite": args_dict["flite"],
+                   "festival": FestivalSession(args_dict["festival"])}
 
 
 def _work(index):
     a = _G
-    p = plan(a["split"], index, a["seed"], a["pool"], a["augment"])
+    p = plan(a["split"], index, a["seed"], a["pool"], a["augment"], a["mix"], a["channel"])
     rel = ("audio/%03d/" % (index // 1000) if a["shard"] else "audio/") + "%s-%07d.%s" % (a["split"], index,
                                                                                        a["format"])
     path = os.path.join(a["out"], rel)
     try:
-        pcm = render(p, a["espeak"], a["flite"])
+        pcm = render(p, a["tools"])
     except (subprocess.CalledProcessError, ValueError, OSError) as e:
         return {"index": index, "error": "%s: %s" % (type(e).__name__, str(e)[:200])}
     dur = len(pcm) / SR
@@ -355,7 +533,7 @@ def _work(index):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default="build-data/corpus.txt")
-    ap.add_argument("--split", required=True, choices=["train", "dev", "test", "flite-test"])
+    ap.add_argument("--split", required=True, choices=["train", "dev", "test", "flite-test", "festival-test"])
     ap.add_argument("--count", type=int, required=True, help="utterances (train reuses sentences past the corpus)")
     ap.add_argument("--out", required=True, help="output folder of this split (audio/ and manifest.jsonl)")
     ap.add_argument("--seed", type=int, default=1)
@@ -372,7 +550,16 @@ def main():
     ap.add_argument("--absolute-paths", action="store_true")
     ap.add_argument("--espeak", default=os.environ.get("ESPEAK_NG", "espeak-ng"))
     ap.add_argument("--flite", default=os.environ.get("FLITE", "flite"))
+    ap.add_argument("--festival", default=os.environ.get("FESTIVAL", "festival"))
+    ap.add_argument("--mix", default="espeak:1",
+                    help="train/dev: synthesizers and their shares, e.g. espeak:0.6,flite:0.2,festival:0.2")
+    ap.add_argument("--channel-aug", action="store_true",
+                    help="train: telephone band, MP3 and Opus round trips for a share of the clips (lame, opus-tools)")
     args = ap.parse_args()
+    try:
+        mix = parse_mix(args.mix)
+    except ValueError as e:
+        sys.exit(str(e))
 
     t0 = time.time()
     rows = read_corpus(args.corpus)
@@ -381,9 +568,20 @@ def main():
     if not pool:
         sys.exit("no sentences for split %s with these filters" % args.split)
     augment = args.augment == "on" or (args.augment == "auto" and args.split == "train")
-    synth = args.flite if args.split == "flite-test" else args.espeak
-    if shutil.which(synth) is None:
-        sys.exit("%s not found (PATH, or --espeak/--flite; see tools/data/README.md)" % synth)
+    if args.split == "flite-test":
+        families = {"flite"}
+    elif args.split == "festival-test":
+        families = {"festival"}
+    elif args.split == "test":
+        families = {"espeak"}
+    else:
+        families = {name for name, _ in mix}
+    needed = [getattr(args, f) for f in sorted(families)]
+    if augment and args.channel_aug:
+        needed += ["lame", "opusenc", "opusdec"]
+    for prog in needed:
+        if shutil.which(prog) is None:
+            sys.exit("%s not found (PATH, or --espeak/--flite/--festival; see tools/data/README.md)" % prog)
     if args.format == "flac" and shutil.which("flac") is None:
         sys.exit("--format flac needs the flac program")
     os.makedirs(args.out, exist_ok=True)
@@ -404,8 +602,8 @@ def main():
           (args.split, len(pool), args.count, len(done), args.jobs, "on" if augment else "off"), file=sys.stderr)
 
     conf = {"split": args.split, "seed": args.seed, "augment": augment, "out": args.out, "format": args.format,
-            "espeak": args.espeak, "flite": args.flite, "max_seconds": args.max_seconds,
-            "shard": shard}
+            "espeak": args.espeak, "flite": args.flite, "festival": args.festival, "max_seconds": args.max_seconds,
+            "shard": shard, "mix": mix, "channel": augment and args.channel_aug}
     stopped = False
     audio_s = 0.0
     n_new = 0

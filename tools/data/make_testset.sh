@@ -1,6 +1,7 @@
 #!/bin/sh
-# Regenerate the committed test set tests/data/testset/{espeak,flite} (see its README.md). Needs espeak-ng, flite
-# and flac (Debian: apt-get install espeak-ng flite flac) and the corpus of build_corpus.py.
+# Regenerate the committed test set tests/data/testset/{espeak,flite,festival} (see its README.md). Needs espeak-ng,
+# flite, festival with its three English voices, and flac (Debian: apt-get install espeak-ng flite flac festival
+# festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts) and the corpus of build_corpus.py.
 #
 #   tools/data/make_testset.sh [CORPUS]        # default build-data/corpus.txt
 set -eu
@@ -10,8 +11,9 @@ DEST=$ROOT/tests/data/testset
 PY=${PYTHON:-/usr/bin/python3}
 COMMON="--corpus $CORPUS --seed 1 --format flac --in-vocab --min-words 3 --balance-sources
         --sources fortune,wn-ex,wn-def,gen --jobs 2"
-rm -rf "$DEST/espeak" "$DEST/flite"
+rm -rf "$DEST/espeak" "$DEST/flite" "$DEST/festival"
 $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split test --count 40 --max-words 7 --out "$DEST/espeak"
 $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split flite-test --count 15 --min-words 2 --max-words 4 --out "$DEST/flite"
-du -sb "$DEST/espeak/audio" "$DEST/flite/audio"
+$PY "$ROOT/tools/data/make_dataset.py" $COMMON --split festival-test --count 30 --max-words 7 --out "$DEST/festival"
+du -sb "$DEST/espeak/audio" "$DEST/flite/audio" "$DEST/festival/audio"
 du -sb "$DEST"

@@ -104,6 +104,38 @@ class Voices(unittest.TestCase):
             base, _, var = v.partition("+")
             self.assertTrue(base in make_dataset.ESPEAK_BASES_HELD or var in make_dataset.VARIANTS_HELD, v)
 
+    def test_every_synthesizer_keeps_a_voice_out_of_training(self):
+        self.assertTrue(set(make_dataset.FLITE_VOICES) - set(make_dataset.FLITE_VOICES_TRAIN))
+        self.assertTrue(set(make_dataset.FESTIVAL_VOICES) - set(make_dataset.FESTIVAL_VOICES_TRAIN))
+        mix = make_dataset.parse_mix("espeak:0.5,flite:0.25,festival:0.25")
+        pool = [("gen", "one two three.")]
+        seen = {}
+        for i in range(2000):
+            for split in ("train", "dev"):
+                p = make_dataset.plan(split, i, 1, pool, split == "train", mix)
+                seen[p["synth"]] = seen.get(p["synth"], 0) + 1
+                if p["synth"] == "flite":
+                    self.assertIn(p["voice"], make_dataset.FLITE_VOICES_TRAIN)
+                elif p["synth"] == "festival":
+                    self.assertIn(p["voice"], make_dataset.FESTIVAL_VOICES_TRAIN)
+        self.assertTrue(1800 < seen["espeak"] < 2200 and 850 < seen["flite"] < 1150 and 850 < seen["festival"] < 1150,
+                        seen)
+
+    def test_default_mix_and_channel_off_draw_what_the_first_edition_drew(self):
+        # The first bundled model's recipe: a one-family mix draws no family, --channel-aug off draws nothing more.
+        pool = [("gen", "a b."), ("gen", "c d.")]
+        for i in range(200):
+            first = make_dataset.plan("train", i, 1, pool, True)
+            self.assertEqual(make_dataset.plan("train", i, 1, pool, True, make_dataset.parse_mix("espeak:1")), first)
+            with_channel = make_dataset.plan("train", i, 1, pool, True, make_dataset.parse_mix("espeak"), True)
+            self.assertEqual({k: v for k, v in with_channel["aug"].items() if k != "channel"}, first["aug"])
+            self.assertEqual(dict(with_channel, aug=first["aug"]), first)
+
+    def test_mix_is_checked(self):
+        for bad in ("", "espeak:0", "piper:1", "espeak:1,espeak:2", "flite:x"):
+            with self.assertRaises(ValueError, msg=bad):
+                make_dataset.parse_mix(bad)
+
     def test_plan_is_deterministic(self):
         pool = [("gen", "a b."), ("gen", "c d.")]
         self.assertEqual(make_dataset.plan("train", 7, 3, pool, True), make_dataset.plan("train", 7, 3, pool, True))
@@ -137,19 +169,64 @@ class Audio(unittest.TestCase):
         self.assertEqual(len(x), 100)
         self.assertAlmostEqual(x[3], 150 / 32768)
 
+    def test_telephone_keeps_the_band_only(self):
+        t = np.arange(16000) / 16000
+        for hz, kept in ((1000, True), (150, False), (5000, False)):
+            for mulaw in (False, True):
+                y = make_dataset.telephone(0.5 * np.sin(2 * np.pi * hz * t), mulaw)
+                self.assertEqual(len(y), 16000)
+                rms = np.sqrt(np.mean(y[2000:-2000] ** 2))
+                if kept:
+                    self.assertAlmostEqual(rms, 0.5 / np.sqrt(2), delta=0.02, msg=(hz, mulaw))
+                else:
+                    self.assertLess(rms, 0.02 if mulaw else 1e-3, (hz, mulaw))
+
+    def test_mulaw_is_8_bit_and_close(self):
+        x = np.linspace(-1, 1, 10001)
+        y = make_dataset.mulaw_8bit(x)
+        self.assertLessEqual(len(np.unique(np.round(y, 9))), 255)
+        self.assertLess(np.max(np.abs(y - x)), 0.035)  # the widest step, at full scale
+
     @unittest.skipIf(shutil.which("espeak-ng") is None, "espeak-ng not installed")
     def test_render_espeak(self):
         p = make_dataset.plan("train", 3, 1, [("gen", "the meeting is at half past three.")], True)
-        pcm = make_dataset.render(p, "espeak-ng", "flite")
+        tools = {"espeak": "espeak-ng"}
+        pcm = make_dataset.render(p, tools)
         self.assertEqual(pcm.dtype, np.dtype("<i2"))
         self.assertTrue(0.8 < len(pcm) / 16000 < 6)
-        self.assertTrue(np.array_equal(pcm, make_dataset.render(p, "espeak-ng", "flite")))
+        self.assertTrue(np.array_equal(pcm, make_dataset.render(p, tools)))
+
+    @unittest.skipIf(shutil.which("festival") is None, "festival not installed")
+    def test_festival_session_renders_every_voice_the_same_whatever_came_before(self):
+        session = make_dataset.FestivalSession("festival")
+        try:
+            out = {}
+            for voice in make_dataset.FESTIVAL_VOICES + make_dataset.FESTIVAL_VOICES[:1]:
+                p = {"synth": "festival", "voice": voice, "stretch": 1.0, "speak": "the bus leaves at nine.",
+                     "aug": {}}
+                pcm = make_dataset.render(p, {"festival": session})
+                self.assertTrue(0.5 < len(pcm) / 16000 < 4, voice)
+                if voice in out:
+                    self.assertTrue(np.array_equal(out[voice], pcm), voice)
+                out[voice] = pcm
+        finally:
+            session.close()
+
+    @unittest.skipIf(not all(shutil.which(p) for p in ("lame", "opusenc", "opusdec")), "lame/opus-tools missing")
+    def test_codec_round_trips_keep_the_speech_band(self):
+        t = np.arange(16000) / 16000
+        x = 0.4 * np.sin(2 * np.pi * 440 * t)
+        for kind, kbps in (("mp3", 32), ("opus", 16)):
+            y = make_dataset.codec_round_trip(x, kind, kbps)
+            self.assertTrue(15000 < len(y) < 18000, (kind, len(y)))
+            rms = np.sqrt(np.mean(y[4000:12000] ** 2))
+            self.assertAlmostEqual(rms, 0.4 / np.sqrt(2), delta=0.05, msg=kind)
 
 
 class CommittedTestSet(unittest.TestCase):
     def test_manifests(self):
         total = 0
-        for sub, n in (("espeak", 40), ("flite", 15)):
+        for sub, n in (("espeak", 40), ("flite", 15), ("festival", 30)):
             d = os.path.join(TESTSET, sub)
             with open(os.path.join(d, "manifest.jsonl")) as fh:
                 entries = [json.loads(line) for line in fh]
@@ -164,9 +241,11 @@ class CommittedTestSet(unittest.TestCase):
                 if sub == "espeak":
                     base, _, var = e["voice"][len("espeak:"):].partition("+")
                     self.assertTrue(base in make_dataset.ESPEAK_BASES_HELD or var in make_dataset.VARIANTS_HELD)
-                else:
+                elif sub == "flite":
                     self.assertIn(e["voice"][len("flite:"):], make_dataset.FLITE_VOICES)
-        self.assertLessEqual(total, 2_000_000)
+                else:
+                    self.assertIn(e["voice"][len("festival:"):], make_dataset.FESTIVAL_VOICES)
+        self.assertLessEqual(total, 3_000_000)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/bin/sh
-# Unpack the espeak-ng/flite .deb files of fetch_synth_debs.sh into PREFIX with dpkg -x (no root, no apt), write
-# wrappers PREFIX/bin/espeak-ng and PREFIX/bin/flite that set the library and data paths for themselves only, check
-# that they run from PREFIX, and print the environment to use.
+# Unpack the .deb files of fetch_synth_debs.sh into PREFIX with dpkg -x (no root, no apt), write wrappers
+# PREFIX/bin/{espeak-ng,flite,festival,lame,opusenc,opusdec} (those unpacked) that set the library and data paths
+# for themselves only, check that they run from PREFIX, and print the environment to use.
 #
 #   tools/data/unpack_synth_debs.sh [DEBDIR] [PREFIX]      # defaults: .debs in the repo root, /tmp/synth
 #   export PATH=/tmp/synth/bin:$PATH                       # then espeak-ng and flite are the unpacked ones
@@ -24,17 +24,31 @@ for deb in "$DEBDIR"/*.deb; do
 done
 [ "$n" -gt 0 ] || { echo "no .deb files in $DEBDIR" >&2; exit 1; }
 
+# Debian's festival names its voice, lexicon and language folders by absolute path in three of its Scheme files
+# (not under --datadir): point them at PREFIX, or festival finds no voice where /usr/share/festival is missing.
+for scm in voices.scm lexicons.scm languages.scm; do
+  f="$PREFIX/usr/share/festival/$scm"
+  [ -f "$f" ] && sed -i "s|\"/usr/share/festival/|\"$PREFIX/usr/share/festival/|g" "$f"
+done
+
 LIBS="$PREFIX/usr/lib/x86_64-linux-gnu:$PREFIX/lib/x86_64-linux-gnu:$PREFIX/usr/lib/x86_64-linux-gnu/pulseaudio"
 DATA="$PREFIX/usr/lib/x86_64-linux-gnu"   # espeak-ng reads $ESPEAK_DATA_PATH/espeak-ng-data
 mkdir -p "$PREFIX/bin"
-# flite is optional: training needs only espeak-ng, and leaving libflite1 (13 MB) out keeps a GPU call's carry small.
+# Everything but espeak-ng is optional: a first-edition training run needs only espeak-ng, and leaving libflite1
+# (13 MB) or festival's voices out keeps a GPU call's carry small.
 progs=espeak-ng
-[ -x "$PREFIX/usr/bin/flite" ] && progs="$progs flite"
+for prog in flite festival lame opusenc opusdec; do
+  [ -x "$PREFIX/usr/bin/$prog" ] && progs="$progs $prog"
+done
 for prog in $progs; do
+  args=
+  # festival reads init.scm, lexicons and voices under --datadir, its programs under --libdir (compiled in:
+  # /usr/share/festival, /usr/lib/festival).
+  [ "$prog" = festival ] && args="--libdir $PREFIX/usr/lib/festival --datadir $PREFIX/usr/share/festival "
   cat > "$PREFIX/bin/$prog" <<WRAP
 #!/bin/sh
 # written by tools/data/unpack_synth_debs.sh: run the unpacked $prog with its own libraries and data
-LD_LIBRARY_PATH="$LIBS\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" ESPEAK_DATA_PATH="$DATA" exec "$PREFIX/usr/bin/$prog" "\$@"
+LD_LIBRARY_PATH="$LIBS\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" ESPEAK_DATA_PATH="$DATA" exec "$PREFIX/usr/bin/$prog" $args"\$@"
 WRAP
   chmod +x "$PREFIX/bin/$prog"
 done
@@ -54,10 +68,31 @@ if [ "$progs" != espeak-ng ]; then
     || fail "flite did not run"
   [ "$(head -c 4 "$PREFIX/.flite_test.wav")" = "RIFF" ] || fail "flite did not write a WAV"
 fi
-rm -f "$PREFIX/.ld_debug" "$PREFIX/.flite_test.wav"
+case " $progs " in *" festival "*)
+  for voice in kal_diphone ked_diphone cmu_us_slt_arctic_hts; do
+    rm -f "$PREFIX/.festival_test.wav"
+    printf '(voice_%s)\n(utt.save.wave (utt.synth (Utterance Text "unpacked voice test")) "%s" (quote riff))\n' \
+      "$voice" "$PREFIX/.festival_test.wav" | env -i PATH=/usr/bin:/bin LD_DEBUG=libs "$PREFIX/bin/festival" --pipe \
+      >/dev/null 2>"$PREFIX/.ld_debug" || fail "festival did not run"
+    [ "$(head -c 4 "$PREFIX/.festival_test.wav" 2>/dev/null)" = "RIFF" ] || fail "festival's $voice wrote no WAV"
+    grep -q "calling init: $PREFIX/.*/libestools.so" "$PREFIX/.ld_debug" || fail "libestools was not loaded from $PREFIX"
+  done ;;
+esac
+case " $progs " in *" lame "*)
+  env -i PATH=/usr/bin:/bin "$PREFIX/bin/espeak-ng" -v en-us --stdout "codec test" > "$PREFIX/.codec_test.wav"
+  env -i PATH=/usr/bin:/bin "$PREFIX/bin/lame" --quiet -b 32 "$PREFIX/.codec_test.wav" "$PREFIX/.codec_test.mp3" \
+    || fail "lame did not encode"
+  env -i PATH=/usr/bin:/bin "$PREFIX/bin/lame" --quiet --decode "$PREFIX/.codec_test.mp3" "$PREFIX/.codec_back.wav" \
+    || fail "lame did not decode"
+  env -i PATH=/usr/bin:/bin "$PREFIX/bin/opusenc" --quiet --bitrate 16 "$PREFIX/.codec_test.wav" \
+    "$PREFIX/.codec_test.opus" || fail "opusenc did not encode"
+  env -i PATH=/usr/bin:/bin "$PREFIX/bin/opusdec" --quiet --rate 16000 "$PREFIX/.codec_test.opus" \
+    "$PREFIX/.codec_back.wav" || fail "opusdec did not decode" ;;
+esac
+rm -f "$PREFIX/.ld_debug" "$PREFIX/.flite_test.wav" "$PREFIX/.festival_test.wav" "$PREFIX"/.codec_*
 
 echo "unpacked $n packages into $PREFIX; $progs run from there (data: $DATA/espeak-ng-data)."
-echo "Use the wrappers (they set the paths for espeak-ng/flite only, not for python or torch):"
+echo "Use the wrappers (they set the paths for the unpacked programs only, not for python or torch):"
 echo "  export PATH=\"$PREFIX/bin:\$PATH\""
 echo "or, equivalently, the raw environment for $PREFIX/usr/bin/espeak-ng and $PREFIX/usr/bin/flite:"
 echo "  export LD_LIBRARY_PATH=\"$LIBS\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}\""
