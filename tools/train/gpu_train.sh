@@ -12,6 +12,9 @@
 # SYNTH_DEBS names the folder of synthesizer .debs (default .debs; espeak-ng's alone suffice, see
 # tools/data/unpack_synth_debs.sh). TRAIN_AFTER=FILE makes training wait, once the data is ready, until FILE
 # exists: the data is synthesized on the CPUs while a benchmark on the same machine still has the GPU.
+# MIX (make_dataset.py --mix, train and dev; default espeak:1) and CHANNEL_AUG=1 (--channel-aug) make the second
+# edition's data (e.g. MIX=espeak:0.6,flite:0.2,festival:0.2 CHANNEL_AUG=1, with the full .debs of
+# fetch_synth_debs.sh); CORPUS names the corpus (default build-data/corpus.txt; a .xz is read as it is).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$1 budget=$2 max_steps=$3 count=${4:-45000}
@@ -19,8 +22,12 @@ shift $(( $# < 4 ? $# : 4 ))
 tools/data/unpack_synth_debs.sh "${SYNTH_DEBS:-.debs}" /tmp/synth >/dev/null
 export PATH="/tmp/synth/bin:$PATH" PYTHONUNBUFFERED=1
 start=$(date +%s)
-python3 tools/data/make_dataset.py --split train --count "$count" --seed "${DATA_SEED:-1}" --out /tmp/data/train --jobs "$(nproc)"
-python3 tools/data/make_dataset.py --split dev --count 300 --out /tmp/data/dev --jobs "$(nproc)"
+data=(--corpus "${CORPUS:-build-data/corpus.txt}" --mix "${MIX:-espeak:1}" --jobs "$(nproc)")
+channel=()
+[ "${CHANNEL_AUG:-0}" = 1 ] && channel=(--channel-aug)
+python3 tools/data/make_dataset.py "${data[@]}" "${channel[@]}" --split train --count "$count" \
+  --seed "${DATA_SEED:-1}" --out /tmp/data/train
+python3 tools/data/make_dataset.py "${data[@]}" --split dev --count 300 --out /tmp/data/dev
 echo "gpu_train: data ready in $(( $(date +%s) - start )) s"
 if [ -n "${TRAIN_AFTER:-}" ]; then
   while [ ! -e "$TRAIN_AFTER" ]; do sleep 1; done
