@@ -11,7 +11,7 @@ namespace steno::ops::cuda::flash {
 
 // Eight warps of 16 query rows: a block of 128 queries reads each key tile (and the relative-position rows) once
 // for twice the queries of four warps, and on its own fills an SM (one block of the relative-position kernel per
-// SM: its double-buffered tiles take ~212 KB of shared memory at heads of 128).
+// SM: its double-buffered tiles take ~218 KB of shared memory at heads of 128).
 constexpr int kWarps = 8;          // 16 query rows each
 constexpr int kRows = 16 * kWarps; // queries per block
 constexpr int kKeys = 64;          // keys per tile
