@@ -67,6 +67,8 @@ FLITE_VOICES_TRAIN = ["kal", "kal16", "rms", "slt"]         # awb (Scottish Engl
 FESTIVAL_VOICES = ["kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts"]  # festival-test
 FESTIVAL_VOICES_TRAIN = ["kal_diphone", "cmu_us_slt_arctic_hts"]          # ked_diphone held out
 FAMILIES = ("espeak", "flite", "festival")
+SYNTH_TEST_SPLITS = {"flite-test": ("flite", FLITE_VOICES), "festival-test": ("festival", FESTIVAL_VOICES)}
+TRAIN_VOICES = {"flite": FLITE_VOICES_TRAIN, "festival": FESTIVAL_VOICES_TRAIN}  # espeak-ng's: pick_voice
 TEST_SPLITS = {"test", "flite-test", "festival-test"}
 
 RATE = (130, 220)   # words per minute (espeak -s)
@@ -148,23 +150,20 @@ def parse_mix(text):
 
 def pick_voice(split, r, mix=(("espeak", 1.0),)):
     """-> (synth, voice string for the synthesizer, label). A family is drawn only when the mix has several, so
-    that the default mix draws exactly what the first edition's recipe drew."""
-    if split == "flite-test":
-        v = r.choice(FLITE_VOICES)
-        return "flite", v, "flite:" + v
-    if split == "festival-test":
-        v = r.choice(FESTIVAL_VOICES)
-        return "festival", v, "festival:" + v
-    family = mix[0][0]
-    if split in ("train", "dev") and len(mix) > 1:
-        x = r.random()
-        family = next((name for name, upto in mix if x < upto), mix[-1][0])
-    if family == "flite":
-        v = r.choice(FLITE_VOICES_TRAIN)
-        return "flite", v, "flite:" + v
-    if family == "festival":
-        v = r.choice(FESTIVAL_VOICES_TRAIN)
-        return "festival", v, "festival:" + v
+    that the default mix draws exactly what the first edition's recipe drew; `test` is always espeak-ng's."""
+    if split in SYNTH_TEST_SPLITS:
+        family, voices = SYNTH_TEST_SPLITS[split]
+        v = r.choice(voices)
+        return family, v, family + ":" + v
+    family = "espeak"
+    if split in ("train", "dev"):
+        family = mix[0][0]
+        if len(mix) > 1:
+            x = r.random()
+            family = next((name for name, upto in mix if x < upto), mix[-1][0])
+    if family in TRAIN_VOICES:
+        v = r.choice(TRAIN_VOICES[family])
+        return family, v, family + ":" + v
     if split in ("train", "dev"):
         base = r.choice(ESPEAK_BASES_TRAIN)
         var = r.choice(VARIANTS_CORE_TRAIN) if r.random() < 0.5 else r.choice(VARIANTS_EXTRA_TRAIN)

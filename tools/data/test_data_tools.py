@@ -131,6 +131,14 @@ class Voices(unittest.TestCase):
             self.assertEqual({k: v for k, v in with_channel["aug"].items() if k != "channel"}, first["aug"])
             self.assertEqual(dict(with_channel, aug=first["aug"]), first)
 
+    def test_test_splits_ignore_the_mix(self):
+        pool = [("gen", "one two three.")]
+        mix = make_dataset.parse_mix("flite:1,festival:1")
+        for i in range(100):
+            self.assertEqual(make_dataset.plan("test", i, 1, pool, False, mix)["synth"], "espeak")
+            self.assertEqual(make_dataset.plan("festival-test", i, 1, pool, False, mix)["synth"], "festival")
+            self.assertEqual(make_dataset.plan("flite-test", i, 1, pool, False, mix)["synth"], "flite")
+
     def test_mix_is_checked(self):
         for bad in ("", "espeak:0", "piper:1", "espeak:1,espeak:2", "flite:x"):
             with self.assertRaises(ValueError, msg=bad):
