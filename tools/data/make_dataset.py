@@ -289,10 +289,15 @@ class FestivalSession:
                 self.close()
                 raise OSError("festival %s" % ("stopped" if ready else "timed out"))
             buf += chunk
+        return buf
 
     def synth(self, voice, stretch, text, path):
         if voice != self.voice:
-            self._run("(voice_%s)" % voice)
+            # An unknown voice is an error festival reports only on stderr, keeping the voice it had: ask which
+            # voice is current, so that no clip is labelled with a voice that did not speak it.
+            said = self._run('(voice_%s)\n(format t "voice=%%s\\n" current-voice)' % voice)
+            if b"voice=%s\n" % voice.encode("ascii") not in said:
+                raise ValueError("festival has no voice %s" % voice)
             self.voice = voice
         quoted = text.replace("\\", " ").replace('"', " ")
         self._run("(Parameter.set 'Duration_Stretch %s)\n"
