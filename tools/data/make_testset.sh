@@ -15,5 +15,11 @@ rm -rf "$DEST/espeak" "$DEST/flite" "$DEST/festival"
 $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split test --count 40 --max-words 7 --out "$DEST/espeak"
 $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split flite-test --count 15 --min-words 2 --max-words 4 --out "$DEST/flite"
 $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split festival-test --count 30 --max-words 7 --out "$DEST/festival"
+# The PyTorch reference's transcripts with the bundled model, which tests/engine/bundled_model_test.cc holds the
+# C++ engine's to (python3-torch, numpy, sentencepiece).
+for set in espeak flite festival; do
+  $PY "$ROOT/tools/transcribe_ref.py" "$ROOT/models/steno-tdt-small-en" "$DEST/$set/manifest.jsonl" \
+    "$DEST/$set/reference_transcripts.tsv"
+done
 du -sb "$DEST/espeak/audio" "$DEST/flite/audio" "$DEST/festival/audio"
 du -sb "$DEST"
