@@ -69,7 +69,7 @@ FESTIVAL_VOICES_TRAIN = ["kal_diphone", "cmu_us_slt_arctic_hts"]          # ked_
 FAMILIES = ("espeak", "flite", "festival")
 SYNTH_TEST_SPLITS = {"flite-test": ("flite", FLITE_VOICES), "festival-test": ("festival", FESTIVAL_VOICES)}
 TRAIN_VOICES = {"flite": FLITE_VOICES_TRAIN, "festival": FESTIVAL_VOICES_TRAIN}  # espeak-ng's: pick_voice
-TEST_SPLITS = {"test", "flite-test", "festival-test"}
+TEST_SPLITS = {"test"} | set(SYNTH_TEST_SPLITS)  # sentences from the corpus's test split
 
 RATE = (130, 220)   # words per minute (espeak -s)
 PITCH = (30, 70)    # espeak -p, 0..99
@@ -574,14 +574,10 @@ def main():
     if not pool:
         sys.exit("no sentences for split %s with these filters" % args.split)
     augment = args.augment == "on" or (args.augment == "auto" and args.split == "train")
-    if args.split == "flite-test":
-        families = {"flite"}
-    elif args.split == "festival-test":
-        families = {"festival"}
-    elif args.split == "test":
-        families = {"espeak"}
-    else:
-        families = {name for name, _ in mix}
+    if args.split in SYNTH_TEST_SPLITS:
+        families = {SYNTH_TEST_SPLITS[args.split][0]}
+    else:  # test is espeak-ng's; train and dev speak the mix
+        families = {"espeak"} if args.split == "test" else {name for name, _ in mix}
     needed = [getattr(args, f) for f in sorted(families)]
     if augment and args.channel_aug:
         needed += ["lame", "opusenc", "opusdec"]
