@@ -34,10 +34,10 @@ if [ -n "${TRAIN_AFTER:-}" ]; then
   echo "gpu_train: $TRAIN_AFTER exists, training starts $(( $(date +%s) - start )) s after the start"
 fi
 rm -f "$out/DONE"
-init=()
+# The tokenizer comes with INIT_MODEL's weights (and with a checkpoint when resuming); a fresh start names it.
+init=(--tokenizer build-data/tokenizer/tokenizer.model)
 [ -n "${INIT_MODEL:-}" ] && init=(--init-model "$INIT_MODEL")
 python3 tools/train/train.py --config tools/train/configs/small.yaml "${init[@]}" \
-  --tokenizer build-data/tokenizer/tokenizer.model \
   --train-manifest /tmp/data/train/manifest.jsonl --val-manifest /tmp/data/dev/manifest.jsonl \
   --resume --out "$out" --time-budget-s "$budget" --max-steps "$max_steps" --split-mb 15 "$@"
 touch "$out/DONE"

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# One training job on the GPU machine whose data grows while it trains: synthesize a first batch of utterances,
+# start training on it, synthesize the next batch on the spare cores beside it (niced), and when that batch is
+# complete stop the trainer (SIGTERM saves a checkpoint), add the batch to the manifest and resume. The GPU never
+# waits for the synthesizers after the first batch, and the model sees fresh sentences and voices instead of
+# the same ones for many epochs. Ends at a fixed deadline with a checkpoint in OUT_DIR and OUT_DIR/DONE.
+#
+#   INIT_MODEL=models/steno-tdt-small-en [DATA_SEED=10] [MIX=espeak:0.6,flite:0.2,festival:0.2] [CHANNEL_AUG=1] \
+#   [CORPUS=build-data/corpus.txt.xz] [SYNTH_DEBS=.debs] \
+#     tools/train/gpu_train_grow.sh OUT_DIR DEADLINE_S MAX_STEPS BATCH_UTTERANCES [TRAIN.PY FLAGS...]
+#
+# DEADLINE_S counts from this script's start; batch k uses seed DATA_SEED+k; no batch starts with less than
+# MIN_LEFT_S (default 300) seconds left. Meant to run detached (setsid nohup)
+# so that it outlives the `run` call that starts it; later calls copy OUT_DIR's checkpoints (or an export) back.
+# Without INIT_MODEL the first start is fresh from build-data/tokenizer/tokenizer.model.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=$1 deadline=$2 max_steps=$3 per_batch=$4
+shift 4
+start=$(date +%s)
+left() { echo $(( deadline - ($(date +%s) - start) )); }
+log() { echo "grow: [$(( $(date +%s) - start )) s] $*"; }
+
+tools/data/unpack_synth_debs.sh "${SYNTH_DEBS:-.debs}" /tmp/synth >/dev/null
+export PATH="/tmp/synth/bin:$PATH" PYTHONUNBUFFERED=1
+data=(--corpus "${CORPUS:-build-data/corpus.txt.xz}" --mix "${MIX:-espeak:0.6,flite:0.2,festival:0.2}")
+[ "${CHANNEL_AUG:-1}" = 1 ] && train_only=(--channel-aug) || train_only=()
+seed0=${DATA_SEED:-10}
+synth_batch() {  # k jobs: the batch k of training utterances into /tmp/data/train$k
+  python3 tools/data/make_dataset.py "${data[@]}" "${train_only[@]}" --jobs "$2" --split train \
+    --count "$per_batch" --seed $(( seed0 + $1 )) --out "/tmp/data/train$1" --absolute-paths
+}
+
+# A later call on the same warm machine finds the data of an earlier one and goes on with it (and with the
+# checkpoint in OUT_DIR): only the next batch is synthesized.
+k=1
+if [ -s /tmp/data/train.jsonl ] && [ -s /tmp/data/dev/manifest.jsonl ]; then
+  while [ -s "/tmp/data/train$k/manifest.jsonl" ]; do k=$(( k + 1 )); done
+  log "reusing /tmp/data: $(wc -l < /tmp/data/train.jsonl) utterances; next batch $k"
+else
+  synth_batch 0 "$(nproc)"
+  python3 tools/data/make_dataset.py "${data[@]}" --jobs "$(nproc)" --split dev --count 300 --out /tmp/data/dev
+  log "first batch ready"
+  cat /tmp/data/train0/manifest.jsonl > /tmp/data/train.jsonl
+fi
+
+init=(--tokenizer build-data/tokenizer/tokenizer.model)
+[ -n "${INIT_MODEL:-}" ] && init=(--init-model "$INIT_MODEL")
+rm -f "$out/DONE"
+while :; do
+  synth_pid=
+  if [ "$(left)" -gt "${MIN_LEFT_S:-300}" ]; then  # a batch that could not be used before the deadline is not started
+    (renice -n 19 "$BASHPID" >/dev/null; synth_batch "$k" $(( $(nproc) > 2 ? $(nproc) - 2 : 1 )) > "/tmp/data/synth$k.log" 2>&1) &
+    synth_pid=$!
+  fi
+  log "training on $(wc -l < /tmp/data/train.jsonl) utterances, $(left) s left"
+  python3 tools/train/train.py --config tools/train/configs/small.yaml "${init[@]}" \
+    --train-manifest /tmp/data/train.jsonl --val-manifest /tmp/data/dev/manifest.jsonl \
+    --resume --out "$out" --time-budget-s "$(( $(left) - 5 ))" --max-steps "$max_steps" --split-mb 15 "$@" &
+  train_pid=$!
+  # Whichever ends first: the trainer (deadline or max_steps) ends the job; a complete batch restarts training.
+  while kill -0 "$train_pid" 2>/dev/null; do
+    if [ -n "$synth_pid" ] && ! kill -0 "$synth_pid" 2>/dev/null; then
+      if [ -s "/tmp/data/train$k/manifest.jsonl" ] && [ "$(left)" -gt 120 ]; then
+        log "batch $k ready: restarting the trainer with it"
+        kill -TERM "$train_pid"
+      fi
+      synth_pid=
+    fi
+    sleep 2
+  done
+  wait "$train_pid" || true
+  if [ -s "/tmp/data/train$k/manifest.jsonl" ] && [ "$(left)" -gt 120 ]; then
+    cat "/tmp/data/train$k/manifest.jsonl" >> /tmp/data/train.jsonl
+    k=$(( k + 1 ))
+    continue
+  fi
+  break
+done
+# A batch still being made is stopped with its worker processes (killing the subshell alone would orphan them).
+pkill -f "tools/data/make_dataset.py" || true
+log "done"
+touch "$out/DONE"
