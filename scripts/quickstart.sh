@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The README's first command: installs dependencies, builds steno, and transcribes two bundled samples with the
-# bundled model (models/steno-tdt-small-en, trained on synthetic espeak-ng speech; held-out voices it never heard).
+# The README's first command: installs dependencies, builds steno, and transcribes three bundled samples with the
+# bundled model (models/steno-tdt-small-en, trained on synthetic speech of espeak-ng, flite and festival; the
+# samples are spoken by held-out voices it never heard: two by espeak-ng, one by festival).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh steno
-samples=tests/data/testset/espeak/audio
+espeak=tests/data/testset/espeak festival=tests/data/testset/festival
 echo "== steno transcribe (bundled model) =="
-build/apps/steno/steno transcribe "$samples/test-0000009.flac" "$samples/test-0000025.flac"
+build/apps/steno/steno transcribe "$espeak/audio/test-0000021.flac" "$espeak/audio/test-0000025.flac" \
+  "$festival/audio/festival-test-0000009.flac"
 echo "== what was said =="
-grep -E 'test-00000(09|25)' tests/data/testset/espeak/manifest.jsonl | sed -E 's/.*"text": "([^"]*)".*/\1/'
+{ grep -E 'test-00000(21|25)' "$espeak/manifest.jsonl"; grep 'test-0000009' "$festival/manifest.jsonl"; } |
+  sed -E 's/.*"text": "([^"]*)".*/\1/'
