@@ -3,7 +3,8 @@
 //   - every transcript equals the PyTorch reference's (reference_transcripts.tsv, tools/transcribe_ref.py);
 //   - each synthesizer's WER (normalize_for_wer + word edit distance) stays within 1 point of the figure measured
 //     when the model was trained (kEspeakWer, kFliteWer, kFestivalWer, also in the README). The second edition
-//     trains on all three families; each test set speaks with a voice its family's training data never has.
+//     trains on all three families; the espeak-ng set speaks only with held-out voices, the flite and festival
+//     sets each include one (awb, ked_diphone) beside trained voices, and their per-voice WERs are printed.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -22,12 +23,13 @@ namespace fs = std::filesystem;
 
 // Measured for the committed model with this test's own computation (see the README's "Bundled model").
 constexpr double kEspeakWer = 0.0939;
-constexpr double kFliteWer = 0.3462;
-constexpr double kFestivalWer = 0.2628;
+constexpr double kFliteWer = 0.2269;
+constexpr double kFestivalWer = 0.2235;
 
 struct SetResult {
   std::map<std::string, std::string> hypotheses;  // audio_filepath -> text
   asr::WordErrors errors;
+  std::map<std::string, asr::WordErrors> by_voice;  // the manifest's "voice" -> its clips' errors
 };
 
 std::string run_capture(const std::string& cmd, int* exit_code) {
@@ -65,7 +67,9 @@ SetResult transcribe_set(const std::string& name) {
     EXPECT_TRUE(by_path.count(key)) << key << " not in steno's output";
     const std::string hyp = by_path[key];
     r.hypotheses[rel] = hyp;
-    r.errors += asr::word_errors(e["text"].get<std::string>(), hyp);
+    const asr::WordErrors clip = asr::word_errors(e["text"].get<std::string>(), hyp);
+    r.errors += clip;
+    r.by_voice[e["voice"].get<std::string>()] += clip;
   }
   return r;
 }
@@ -93,6 +97,12 @@ void expect_set_within_bar(const std::string& name, int min_words, double bar) {
   std::printf("[ measured ] %s WER %.2f %% (%d errors / %d words: %d sub, %d del, %d ins)\n", name.c_str(),
               100 * r.errors.rate(), r.errors.errors(), r.errors.reference_words, r.errors.substitutions,
               r.errors.deletions, r.errors.insertions);
+  // espeak-ng's voices are many base + variant pairs, each with a clip or two: only flite's and festival's are
+  // worth a line each (their held-out voice beside the trained ones).
+  if (name != "espeak")
+    for (const auto& [voice, e] : r.by_voice)
+      std::printf("[ measured ]   %s: WER %.2f %% (%d errors / %d words)\n", voice.c_str(), 100 * e.rate(),
+                  e.errors(), e.reference_words);
   EXPECT_GT(r.errors.reference_words, min_words);
   EXPECT_LE(r.errors.rate(), bar + 0.01);
 }
@@ -100,11 +110,11 @@ void expect_set_within_bar(const std::string& name, int min_words, double bar) {
 TEST(BundledModel, EspeakTestSetWerAndReferenceTranscripts) { expect_set_within_bar("espeak", 150, kEspeakWer); }
 
 // flite's held-out voice is awb (Scottish English).
-TEST(BundledModel, FliteTestSetWerAndReferenceTranscripts) { expect_set_within_bar("flite", 30, kFliteWer); }
+TEST(BundledModel, FliteTestSetWerAndReferenceTranscripts) { expect_set_within_bar("flite", 200, kFliteWer); }
 
 // festival's held-out voice is ked_diphone.
 TEST(BundledModel, FestivalTestSetWerAndReferenceTranscripts) {
-  expect_set_within_bar("festival", 100, kFestivalWer);
+  expect_set_within_bar("festival", 350, kFestivalWer);
 }
 
 }  // namespace

@@ -13,8 +13,8 @@ COMMON="--corpus $CORPUS --seed 1 --format flac --in-vocab --min-words 3 --balan
         --sources fortune,wn-ex,wn-def,gen --jobs 2"
 rm -rf "$DEST/espeak" "$DEST/flite" "$DEST/festival"
 $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split test --count 40 --max-words 7 --out "$DEST/espeak"
-$PY "$ROOT/tools/data/make_dataset.py" $COMMON --split flite-test --count 15 --min-words 2 --max-words 4 --out "$DEST/flite"
-$PY "$ROOT/tools/data/make_dataset.py" $COMMON --split festival-test --count 30 --max-words 7 --out "$DEST/festival"
+$PY "$ROOT/tools/data/make_dataset.py" $COMMON --split flite-test --count 80 --min-words 2 --max-words 4 --out "$DEST/flite"
+$PY "$ROOT/tools/data/make_dataset.py" $COMMON --split festival-test --count 80 --max-words 7 --out "$DEST/festival"
 # The PyTorch reference's transcripts with the bundled model, which tests/engine/bundled_model_test.cc holds the
 # C++ engine's to (python3-torch, numpy, sentencepiece).
 for set in espeak flite festival; do
