@@ -2,9 +2,9 @@
 //
 //   serve_load --port P [--host 127.0.0.1] [--requests 1000] [--testset DIR] [--timeout-s 300] [--warmup 2]
 //              [--grace-ms 1000] [--out FILE.json]
-//   serve_load --closed-loop --port P --clip FILE [--concurrency "1 4 8 16 20 24 32 64 100"] [--duration-s 30]
-//              [--warmup-s 5] [--sla-mean-ms 650] [--sla-p99-ms 1000] [--timeout-s 300] [--out FILE.json]
-//              [--grpc-port G --model NAME]
+//   serve_load --closed-loop --port P|--ports P1,P2,... --clip FILE [--concurrency "1 4 8 16 20 24 32 64 100"]
+//              [--duration-s 30] [--warmup-s 5] [--sla-mean-ms 650] [--sla-p99-ms 1000] [--timeout-s 300]
+//              [--out FILE.json] [--grpc-port G --model NAME]
 //   serve_load --open-loop --port P [--workload mix|fixed] [--rates "1 2 5 10 20 50 100 200"] [--duration-s 30]
 //              [--warmup-s 5] [--sla-p99-ms 1000] [--sla-mean-ms MS] [--mix-clips 100] [--max-in-flight 2000]
 //              [--testset DIR] [--timeout-s 300] [--out FILE.json]
@@ -18,7 +18,9 @@
 //   answer checked against --testset's reference transcripts; the server's batch sizes from /metrics.
 // --closed-loop: the benchmark protocol's `seed` workload: for each c of --concurrency, c keep-alive connections
 //   re-sending --clip; latency, requests/s and the SLA per point, and the headline. With --grpc-port, over KServe
-//   v2 gRPC (ModelInfer of model --model) instead of the OpenAI endpoint; /metrics is still read from --port.
+//   v2 gRPC (ModelInfer of model --model) instead of the OpenAI endpoint; /metrics is still read from --port. With
+//   --ports, N servers side by side: connection i goes to server i mod N and stays there (a round-robin balancer
+//   with keep-alive); each point also gives every server's answers and latency (per_server).
 // --open-loop: the benchmark protocol's `mix` workload: for each arrival rate of --rates, clips of the mix's lengths
 //   sent at Poisson arrival times whatever the answers; latency, requests/s and the SLO per point, and the headline.
 //   --workload fixed: every clip --clip-seconds long instead (bench/run_cpu_fairness.sh's steady short requests).
@@ -76,9 +78,9 @@ namespace {
                "serve_load: %s\n"
                "usage: serve_load --port P [--host H] [--requests N] [--testset DIR] [--timeout-s S] [--warmup K]\n"
                "                  [--grace-ms MS] [--out FILE.json]\n"
-               "       serve_load --closed-loop --port P --clip FILE [--host H] [--concurrency \"1 4 8 ...\"]\n"
-               "                  [--duration-s 30] [--warmup-s 5] [--sla-mean-ms 650] [--sla-p99-ms 1000]\n"
-               "                  [--timeout-s S] [--out FILE.json] [--grpc-port G --model NAME]\n"
+               "       serve_load --closed-loop --port P|--ports P1,P2 --clip FILE [--host H]\n"
+               "                  [--concurrency \"1 4 8 ...\"] [--duration-s 30] [--warmup-s 5] [--sla-mean-ms 650]\n"
+               "                  [--sla-p99-ms 1000] [--timeout-s S] [--out FILE.json] [--grpc-port G --model NAME]\n"
                "       serve_load --open-loop --port P [--host H] [--workload mix|fixed] [--rates \"1 2 5 ...\"]\n"
                "                  [--duration-s 30] [--warmup-s 5] [--sla-p99-ms 1000] [--sla-mean-ms MS]\n"
                "                  [--mix-clips 100] [--max-in-flight 2000] [--testset DIR] [--timeout-s S]\n"
@@ -154,6 +156,7 @@ Options parse_args(int argc, char** argv) {
       else if (a == "--duration-s") o.duration_s = std::stod(value());
       else if (a == "--warmup-s") o.warmup_s = std::stod(value());
       else if (a == "--clip") o.clip = value();
+      else if (a == "--ports") o.ports = parse_int_list(value());
       else if (a == "--grpc-port") o.grpc_port = std::stoi(value());
       else if (a == "--model") o.model = value();
       else if (a == "--route") o.route = value();
@@ -182,6 +185,13 @@ Options parse_args(int argc, char** argv) {
   if (!o.make_clip.empty()) {
     if (!(o.clip_seconds > 0 && o.clip_seconds <= 3600)) usage("--clip-seconds must be in (0, 3600]");
     return o;
+  }
+  if (!o.ports.empty()) {
+    if (o.port != 0) usage("--port and --ports exclude each other");
+    if (!o.closed_loop || o.grpc_port != 0) usage("--ports applies to --closed-loop over HTTP only");
+    for (int p : o.ports)
+      if (p > 65535) usage("--ports: each port must be in 1..65535");
+    o.port = o.ports.front();
   }
   if (o.port <= 0 || o.port > 65535) usage("--port is required (1..65535)");
   if (o.requests < 1) usage("--requests must be >= 1");

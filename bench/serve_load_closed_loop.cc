@@ -24,13 +24,37 @@ namespace serve_load {
 
 namespace {
 
+// The servers the connections go to: --ports's, or the one of --port.
+std::vector<tcp::endpoint> servers_of(const Options& o, const tcp::endpoint& ep) {
+  if (o.ports.empty()) return {ep};
+  std::vector<tcp::endpoint> servers;
+  for (int port : o.ports) servers.emplace_back(ep.address(), static_cast<unsigned short>(port));
+  return servers;
+}
+
+// Each server's share of the window's answers (connection i went to server i mod N): equal shares are what a
+// round-robin balancer promises; the report shows whether one server fell behind.
+Json per_server_json(const std::vector<ClosedOutcome>& outcomes, const std::vector<int>& ports, double window_s) {
+  Json servers = Json::array();
+  for (size_t s = 0; s < ports.size(); ++s) {
+    std::vector<ClosedOutcome> mine;
+    for (const auto& out : outcomes)
+      if (static_cast<size_t>(out.conn) % ports.size() == s) mine.push_back(out);
+    const Tally t = tally(mine, Phase::kWindow);
+    servers.push_back({{"port", ports[s]}, {"ok", t.ok}, {"wrong", t.wrong}, {"failed", t.failed},
+                       {"requests_per_s", t.ok / window_s},
+                       {"latency_ms", latency_json(window_ok_latencies(mine))}});
+  }
+  return servers;
+}
+
 // One point of the sweep: `concurrency` connections re-sending `request` for warmup_s + duration_s, then the drain
 // (no new requests; those under way are waited for).
 class ClosedLoopPoint final : public RequestCycle<Conn> {
  public:
   ClosedLoopPoint(const Options& o, const Request& request, const std::string& reference, const tcp::endpoint& ep,
                   int concurrency)
-      : RequestCycle(ep, o.timeout_s), request_(request), reference_(reference),
+      : RequestCycle(servers_of(o, ep), o.timeout_s), request_(request), reference_(reference),
         accept_differing_text_(o.accept_differing_text), window_(ioc_, ep, o) {
     for (int i = 0; i < concurrency; ++i) {
       conns_.push_back(std::make_unique<Conn>(ioc_));
@@ -152,7 +176,8 @@ Json point_json(const Point& p, const Options& o, double clip_duration_s) {
   j["drain"] = tally_json(tally(p.outcomes(), Phase::kDrain));
   j["drain_s"] = p.window().drain_s();
   j["load_average_after"] = load_average();
-  j["server_metrics"] = p.window().server_metrics();
+  j["server_metrics"] = p.window().server_metrics();  // with --ports: the first server's
+  if (o.ports.size() > 1) j["per_server"] = per_server_json(p.outcomes(), o.ports, o.duration_s);
   j["wrong_examples"] = wrong_examples(p.outcomes(), [](const ClosedOutcome&) { return -1; });
   j["differs_examples"] = differs_examples(p.outcomes(), [](const ClosedOutcome&) { return -1; });
   j["per_request"] = per_request_rows(p.outcomes(), [](const ClosedOutcome& out) -> Json {
@@ -206,6 +231,10 @@ Json settings_json(const Options& o, const ClipFile& clip) {
           {"warmup_s", o.warmup_s},
           {"timeout_s", o.timeout_s},
           {"accept_differing_text", o.accept_differing_text},
+          {"servers", o.ports.empty() ? std::vector<int>{o.port} : o.ports},
+          {"balancing", o.ports.size() > 1 ? "connection i to server i mod N, kept alive (round robin); the reference "
+                                             "answer and server_metrics from the first"
+                                           : "one server"},
           {"sla", {{"mean_ms_below", o.sla_mean_ms},
                    {"p99_ms_below", o.sla_p99_ms},
                    {"also", "at least one ok request and none wrong or failed in the window"}}},

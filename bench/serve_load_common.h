@@ -41,6 +41,9 @@ struct Options {
   std::string clip;
   double sla_mean_ms = 650;
   double sla_p99_ms = 1000;
+  // --ports P1,P2,... (closed loop, HTTP): N servers side by side, connection i pinned to server i mod N, as behind
+  // a round-robin balancer with keep-alive; port is then ports[0] (the reference answer and /metrics come from it).
+  std::vector<int> ports;
   int grpc_port = 0;  // > 0: the requests go over KServe v2 gRPC to this port (serve_load_grpc.h); /metrics stays HTTP
   std::string model;  // the model name gRPC requests address (required with grpc_port)
   // --open-loop (also duration_s, warmup_s, sla_p99_ms; sla_mean_ms only when given)

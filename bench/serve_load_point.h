@@ -14,6 +14,8 @@
 #include <future>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "serve_load_common.h"
 #include "serve_load_http.h"
@@ -109,7 +111,10 @@ void disarm(Conn& c);
 template <class C>
 class RequestCycle {
  public:
-  RequestCycle(const tcp::endpoint& ep, double timeout_s) : ep_(ep), timeout_s_(timeout_s) {}
+  RequestCycle(const tcp::endpoint& ep, double timeout_s) : RequestCycle(std::vector<tcp::endpoint>{ep}, timeout_s) {}
+  // Several servers: connection c talks to servers[c.index % N] (a round-robin balancer that keeps connections).
+  RequestCycle(std::vector<tcp::endpoint> servers, double timeout_s)
+      : servers_(std::move(servers)), timeout_s_(timeout_s) {}
   virtual ~RequestCycle() = default;
 
   int64_t connects() const { return connects_; }  // connections opened, reopenings included
@@ -140,7 +145,7 @@ class RequestCycle {
   void connect_and_send(C& c, uint64_t generation, const Request& request) {
     c.buffer.clear();
     ++connects_;
-    c.socket.async_connect(ep_, [this, &c, generation, &request](error_code ec) {
+    c.socket.async_connect(servers_[c.index % servers_.size()], [this, &c, generation, &request](error_code ec) {
       if (generation != c.generation) return;
       if (ec) return fail(c, "connect: " + ec.message());
       c.connected = true;
@@ -167,7 +172,7 @@ class RequestCycle {
     });
   }
 
-  tcp::endpoint ep_;
+  std::vector<tcp::endpoint> servers_;
   double timeout_s_;
   int64_t connects_ = 0;
 };
