@@ -5,7 +5,7 @@
 #                      [--sla-mean-ms 650] [--sla-p99-ms 1000] [--steno CMD] [--serve-load CMD] [--note TEXT]
 #                      [--inject-fault crash|hang|device-fault|oom --inject-after-s 10] [--protocol http|grpc]
 #                      [--chaos 'CMD ARGS...' --inject-after-s 10]
-#                      [--accept-differing-text] [--clip-seconds 45] [-- STENO_SERVE_ARGS...]
+#                      [--accept-differing-text] [--clip-seconds 45] [--servers N] [-- STENO_SERVE_ARGS...]
 # 1. makes the clip: `serve_load --make-clip`, the espeak test clips (tests/data/testset/espeak/audio/*.flac) in
 #    name order, decoded by steno's audio library, concatenated, repeated as needed, cut to exactly 45.0 s (the
 #    protocol's; --clip-seconds for another length, e.g. a quick test on a CPU): a 16 kHz 16-bit PCM mono WAV;
@@ -30,7 +30,11 @@
 #    (bench/chaos_diarizer.py: the diarizer hurt while the seed load transcribes): it writes its events as JSON to
 #    FILE, which the result holds as `chaos`, with the load's requests sent during each event (count, failures,
 #    latency max and p99); its non-zero exit status fails the run;
-# 4. stops the server with SIGTERM and requires exit code 0;
+#    with --servers N (HTTP only), N servers side by side, each `steno serve ... STENO_SERVE_ARGS` with every {i} in
+#    the arguments replaced by its index 0..N-1 (e.g. --device cuda:{i}: one GPU each), behind serve_load's round
+#    robin (--ports: connection c to server c mod N); the result gives each point's per_server shares and each
+#    server's log; the one-server arrangement a multi-GPU server (--device cuda:all) is compared with;
+# 4. stops the server(s) with SIGTERM and requires exit code 0;
 # 5. writes OUT: serve_load's result (points with per-request rows, headline, settings), the GPU samples summed up
 #    per point, the machine (CPU, cores, GPU, driver, CUDA version), the commit, the load average before and after,
 #    the server's log and every command line, and the fleet's lines of /metrics after the sweep (fleet_metrics_after:
@@ -64,6 +68,7 @@ inject_fault=
 inject_after_s=10
 chaos=
 protocol=http
+servers=1
 own_option() {
   case $1 in
     --concurrency) concurrency=$2 ;;
@@ -72,6 +77,7 @@ own_option() {
     --chaos) chaos=$2 ;;
     --protocol) protocol=$2 ;;
     --clip-seconds) clip_seconds=$2 ;;
+    --servers) servers=$2 ;;
     *) return 1 ;;
   esac
 }
@@ -85,6 +91,11 @@ for c in $concurrency; do
 done
 [ "$max_c" -gt 0 ] || usage_error "--concurrency is empty"
 [[ $protocol =~ ^(http|grpc)$ ]] || usage_error "--protocol: '$protocol' is not http or grpc"
+[[ $servers =~ ^[1-9][0-9]?$ ]] || usage_error "--servers: '$servers' is not a count of servers (1..99)"
+if [ "$servers" -gt 1 ]; then
+  [ "$protocol" = http ] || usage_error "--servers applies to --protocol http"
+  [[ -z $inject_fault && -z $chaos ]] || usage_error "--servers does not go with --inject-fault or --chaos (one server's)"
+fi
 [[ $clip_seconds =~ ^([1-9][0-9]{0,3}|0)(\.[0-9]+)?$ && ! $clip_seconds =~ ^0(\.0*)?$ ]] ||
   usage_error "--clip-seconds: '$clip_seconds' is not a length in seconds (above 0, below 10000)"
 if [ "$protocol" = grpc ]; then  # a free port (steno's --grpc-port 0 means off)
@@ -113,11 +124,39 @@ clip_cmd=("${client_cmd[@]}" --make-clip "$clip" --clip-seconds "$clip_seconds"
 
 record_load_before
 
-# 2. The server.
+# 2. The server(s): server 0 is the one the other steps talk to ({i} = 0), the others join the sweep's round robin.
+serve_template=("${serve_args[@]}")
+serve_args=("${serve_template[@]//\{i\}/0}")
 serve_sweep
+extra_pids=() extra_ports=() extra_cmds=
+stop_extra_servers() {  # SIGTERM to each other server; extra_rc: the first non-zero exit status
+  extra_rc=0
+  local p rc
+  for p in "${extra_pids[@]}"; do
+    kill -TERM "$p" 2>/dev/null || true
+    rc=0
+    wait "$p" || rc=$?
+    [ "$extra_rc" -ne 0 ] || extra_rc=$rc
+  done
+  extra_pids=()
+}
+trap 'stop_extra_servers; stop_background; rm -rf "$work"' EXIT
+for i in $(seq 1 $((servers - 1))); do
+  first=("$pid" "$port" "$log")
+  log=$work/server$i.log
+  start_server 180 "${steno_cmd[@]}" serve --host 127.0.0.1 --port 0 "${serve_template[@]//\{i\}/$i}"
+  extra_pids+=("$pid") extra_ports+=("$port")
+  extra_cmds+="${steno_cmd[*]} serve --host 127.0.0.1 --port 0 ${serve_template[*]//\{i\}/$i}"$'\n'
+  wait_ready 120
+  pid=${first[0]} port=${first[1]} log=${first[2]}
+done
 
 # 3. The sweep, with the GPUs sampled meanwhile.
-sweep_cmd=("${client_cmd[@]}" --closed-loop --port "$port" --clip "$clip" --concurrency "$concurrency"
+ports=$port
+for p in "${extra_ports[@]}"; do ports+=",$p"; done
+target=(--port "$port")
+[ "$servers" -gt 1 ] && target=(--ports "$ports")
+sweep_cmd=("${client_cmd[@]}" --closed-loop "${target[@]}" --clip "$clip" --concurrency "$concurrency"
            --duration-s "$duration_s" --warmup-s "$warmup_s" --timeout-s "$timeout_s" --sla-mean-ms "$sla_mean_ms"
            --sla-p99-ms "$sla_p99_ms" --out "$work/sweep.json")
 if [ -n "$accept_differing_text" ]; then sweep_cmd+=(--accept-differing-text); fi
@@ -158,14 +197,16 @@ if [ -n "$chaos_pid" ]; then
 fi
 http_get /metrics >"$work/metrics_after.txt" 2>/dev/null || true  # the fleet's state after the sweep
 
-# 4. SIGTERM; the server must exit 0.
+# 4. SIGTERM; the server(s) must exit 0.
+stop_extra_servers
 stop_server
+[ "$extra_rc" -eq 0 ] || server_rc=$extra_rc
 record_load_after
 
 # 5. The result file.
 prepare_sweep_result
 export LOAD_CLIP_CMD="${clip_cmd[*]}" LOAD_INJECT_FAULT=$inject_fault LOAD_INJECT_AFTER_S=$inject_after_s \
-  LOAD_CHAOS_CMD="${chaos_cmd[*]:-}" LOAD_CHAOS_RC=$chaos_rc
+  LOAD_CHAOS_CMD="${chaos_cmd[*]:-}" LOAD_CHAOS_RC=$chaos_rc LOAD_OTHER_SERVERS=$extra_cmds
 run_result_python py_result_helpers py_sweep_helpers <<'PY'
 def chaos_result(sweep, events, log):
     """The chaos command's events, each with the load's requests sent while it lasted (and 2 s after): how many,
@@ -212,6 +253,8 @@ if e.get("LOAD_INJECT_FAULT"):
         kind=e["LOAD_INJECT_FAULT"], after_s=int(e["LOAD_INJECT_AFTER_S"]),
         http_status=(text("fault_status.txt") or "").strip(), body=text("fault_body.txt"),
         fleet_metrics=fleet_metrics)
+if e.get("LOAD_OTHER_SERVERS"):  # --servers N: servers 1..N-1 beside server 0 (server_command)
+    result["other_server_commands"] = e["LOAD_OTHER_SERVERS"].splitlines()
 if e.get("LOAD_CHAOS_CMD"):
     result["chaos"] = chaos_result(sweep, read_json("chaos.json"), text("chaos.log", 20000))
 write_sweep_result(result)

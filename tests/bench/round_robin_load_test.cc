@@ -77,6 +77,36 @@ TEST(RoundRobinLoad, TwoServersShareTheConnectionsAndEveryAnswerIsRight) {
   fs::remove_all(dir);
 }
 
+// bench/seed_load.sh --servers 2: the script starts both servers ({i} in the arguments is each one's index), runs
+// the sweep through the round robin and stops both; the result names both servers' commands.
+TEST(RoundRobinLoad, SeedLoadStartsNServersWithTheirIndexAndStopsThem) {
+  const fs::path dir = fs::temp_directory_path() / ("steno_seed_servers_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path out = dir / "seed.json";
+  int code = -1;
+  const std::string output = steno::testing::run(
+      std::string(STENO_SOURCE_DIR) + "/bench/seed_load.sh --steno " + STENO_BINARY + " --serve-load " + SERVE_LOAD +
+          " --servers 2 --clip-seconds 2 --concurrency 4 --warmup-s 0.5 --duration-s 2 --out " + out.string() +
+          " -- --max-batch 4 --max-queue-delay-ms 1{i} 2>&1",
+      &code);
+  ASSERT_EQ(code, 0) << output;
+  const nlohmann::json r = nlohmann::json::parse(steno::testing::slurp(out));
+  const std::string first = r.at("server").at("command"), second = r.at("other_server_commands").at(0);
+  EXPECT_EQ(r.at("other_server_commands").size(), 1u);
+  EXPECT_TRUE(first.ends_with("--max-queue-delay-ms 10")) << first;
+  EXPECT_TRUE(second.ends_with("--max-queue-delay-ms 11")) << second;
+  const auto& point = r.at("sweep").at("points").at(0);
+  ASSERT_EQ(point.at("per_server").size(), 2u);
+  for (const auto& s : point.at("per_server")) EXPECT_GT(s.at("ok").get<int>(), 0) << point.dump();
+  // Only HTTP and a single server's fault injection exclude --servers: a usage error, exit 2.
+  const std::string bad = steno::testing::run(std::string(STENO_SOURCE_DIR) + "/bench/seed_load.sh --steno " +
+                                                  STENO_BINARY + " --serve-load " + SERVE_LOAD +
+                                                  " --servers 2 --protocol grpc 2>&1",
+                                              &code);
+  EXPECT_EQ(code, 2) << bad;
+  fs::remove_all(dir);
+}
+
 // --ports is for the closed loop over HTTP; anything else is a usage error (exit 2), not a silent single server.
 TEST(RoundRobinLoad, PortsOutsideTheHttpClosedLoopIsAUsageError) {
   int code = -1;
