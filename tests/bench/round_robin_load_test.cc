@@ -107,6 +107,30 @@ TEST(RoundRobinLoad, SeedLoadStartsNServersWithTheirIndexAndStopsThem) {
   fs::remove_all(dir);
 }
 
+// bench/run_gpu_scaling.sh's dry run on the CPU ("cpu,cpu"): the one-device, all-devices and round-robin arms each
+// write a passing result, the multi-device arms at twice the one-device concurrencies.
+TEST(RoundRobinLoad, TheScalingScriptsDryRunWritesEveryArm) {
+  const fs::path dir = fs::temp_directory_path() / ("steno_scaling_" + std::to_string(getpid()));
+  int code = -1;
+  const std::string output = steno::testing::run(
+      std::string("STENO_SCALING_DEVICE=cpu STENO_SCALING_ARMS='one all-lanes round-robin' ") +
+          "STENO_SCALING_CONCURRENCY='1 2' STENO_SCALING_DURATION_S=1 " +
+          "STENO_SCALING_PER_GPU='--lanes 1 --max-batch 4 --max-queue-delay-ms 20' STENO_SCALING_STENO=" +
+          STENO_BINARY + " STENO_SCALING_SERVE_LOAD=" + SERVE_LOAD + " " + STENO_SOURCE_DIR +
+          "/bench/run_gpu_scaling.sh " + dir.string() + " 2>&1",
+      &code);
+  ASSERT_EQ(code, 0) << output;
+  for (const std::string arm : {"one", "all-lanes", "round-robin"}) {
+    const nlohmann::json r = nlohmann::json::parse(steno::testing::slurp(dir / ("h200-scaling-" + arm + ".json")));
+    const auto& points = r.at("sweep").at("points");
+    ASSERT_EQ(points.size(), 2u) << arm;
+    EXPECT_EQ(points[1].at("concurrency").get<int>(), arm == "one" ? 2 : 4) << arm;
+    EXPECT_TRUE(r.at("sweep").at("pass").get<bool>()) << arm;
+    if (arm == "round-robin") EXPECT_EQ(points[1].at("per_server").size(), 2u);
+  }
+  fs::remove_all(dir);
+}
+
 // --ports is for the closed loop over HTTP; anything else is a usage error (exit 2), not a silent single server.
 TEST(RoundRobinLoad, PortsOutsideTheHttpClosedLoopIsAUsageError) {
   int code = -1;
