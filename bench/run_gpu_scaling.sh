@@ -50,15 +50,11 @@ else
   [ -x "$run" ] || { echo "no $pkg/run.sh: unpack gpu-pkg/steno-gpu.tar.xz into $pkg first" >&2; exit 1; }
   steno=("$run" steno) client=("$run" serve_load)
   devices=${STENO_SCALING_DEVICES:-$(nvidia-smi -L | awk '{printf "%s%d", NR > 1 ? "," : "", NR - 1}')}
-  model=$work/p06b
-  common=(--dtype bf16 --model "$model")
-  if [ ! -f "$model/made.log" ]; then  # as run_gpu_engine_bench.sh makes it
-    "$run" cuda_engine_bench --export_workload="$work/workload" --export_only >"$out/logs/workload.log" 2>&1 &&
-      STENO_LOG_LEVEL=info "$run" steno model random --like configs/parakeet-tdt-0.6b-v2.json --out "$model" --seed 1 \
-        --dtype bf16 --token-rate 0.4 --calibrate-on "$work"/workload/calibration/*.wav --device cuda \
-        >"$out/logs/model-0.6b.log" 2>&1 && cp "$out/logs/model-0.6b.log" "$model/made.log" ||
-      { echo "making the 0.6b model failed: $out/logs/" >&2; exit 1; }
-  fi
+  . bench/gpu_diar_common.sh "$out"  # machine.txt and the engine benchmarks' 0.6b model, made once per $work
+  engine_bench_setup
+  random_06b "$work"
+  [ -f "$model06/config.json" ] || { echo "making the 0.6b model failed: $out/logs/" >&2; exit 1; }
+  common=(--dtype bf16 --model "$model06")
 fi
 IFS=, read -r -a list <<< "$devices"
 n=${#list[@]}
