@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Make the working tree small enough for a training call on the GPU machine, and whole again afterwards. A `run`
+# call carries the tree plus the ignored paths it names in at most 64 MiB; the synthesizers' .debs (40 MB), the
+# corpus (1.5 MB xz) and the bundled model (15 MB) leave ~8 MB for the rest, so the test data, fuzz corpora, bench
+# results and the other models (none of which a training call reads) go out of the tree for the call.
+#
+#   tools/train/carry_slim.sh out [PLACE]     # moves them to PLACE (default ../steno-carry-aside), prints the size
+#   tools/train/carry_slim.sh back [PLACE]    # moves them back (git checkout restores any that PLACE lost)
+#
+# PLACE must outlive the session's shell (not /tmp of a machine that may be replaced); `back` also works from git
+# alone, since every moved path is tracked.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+paths=(bench tests/data fuzz/corpus fuzz/seeds models/steno-sortformer-small models/silero-vad)
+place=${2:-../steno-carry-aside}
+case ${1:-} in
+  out)
+    for p in "${paths[@]}"; do
+      [ -e "$p" ] || continue
+      mkdir -p "$place/$(dirname "$p")"
+      mv -T "$p" "$place/$p"
+    done
+    tree_kb=$(du -sk --exclude=.git --exclude='build*' --exclude=.debs --exclude=gpu-pkg . | cut -f1)
+    carry_kb=$(du -skc .debs build-data 2>/dev/null | tail -1 | cut -f1)
+    echo "carry_slim: tree $((tree_kb / 1024)) MB + .debs and build-data $((carry_kb / 1024)) MB" \
+         "(limit 64 MiB; build-data should hold only corpus.txt.xz)"
+    ;;
+  back)
+    for p in "${paths[@]}"; do
+      if [ -e "$place/$p" ] && [ ! -e "$p" ]; then mv -T "$place/$p" "$p"; fi
+    done
+    git checkout -- "${paths[@]}" 2>/dev/null || true  # anything PLACE no longer had
+    [ -d "$place" ] && find "$place" -depth -type d -empty -delete
+    git status --short -- "${paths[@]}" | head -5
+    echo "carry_slim: tree whole again"
+    ;;
+  *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+esac
