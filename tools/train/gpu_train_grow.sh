@@ -10,8 +10,9 @@
 #     tools/train/gpu_train_grow.sh OUT_DIR DEADLINE_S MAX_STEPS BATCH_UTTERANCES [TRAIN.PY FLAGS...]
 #
 # DEADLINE_S counts from this script's start; batch k uses seed DATA_SEED+k; no batch starts with less than
-# MIN_LEFT_S (default 300) seconds left. Meant to run detached (setsid nohup)
-# so that it outlives the `run` call that starts it; later calls copy OUT_DIR's checkpoints (or an export) back.
+# MIN_LEFT_S (default 300) seconds left; BESIDE_JOBS synthesis jobs run beside the trainer (default nproc - 2).
+# Run it within one `run` call and end the call with tools/train/gpu_snapshot.sh (a call issued at once on the warm
+# machine goes on with /tmp/data and OUT_DIR), or detached (setsid nohup) with later calls taking snapshots.
 # Without INIT_MODEL the first start is fresh from build-data/tokenizer/tokenizer.model.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,6 +27,9 @@ export PATH="/tmp/synth/bin:$PATH" PYTHONUNBUFFERED=1
 data=(--corpus "${CORPUS:-build-data/corpus.txt.xz}" --mix "${MIX:-espeak:0.6,flite:0.2,festival:0.2}")
 [ "${CHANNEL_AUG:-1}" = 1 ] && train_only=(--channel-aug) || train_only=()
 seed0=${DATA_SEED:-10}
+# Synthesis jobs beside the trainer: all but two cores by default. Steps beside them measured ~1.8x slower on the
+# H200 machine (16 cores, 14 jobs): fewer jobs trade data growth for steps.
+beside_jobs=${BESIDE_JOBS:-$(( $(nproc) > 2 ? $(nproc) - 2 : 1 ))}
 synth_batch() {  # k jobs: the batch k of training utterances into /tmp/data/train$k
   python3 tools/data/make_dataset.py "${data[@]}" "${train_only[@]}" --jobs "$2" --split train \
     --count "$per_batch" --seed $(( seed0 + $1 )) --out "/tmp/data/train$1" --absolute-paths
@@ -50,7 +54,7 @@ rm -f "$out/DONE"
 while :; do
   synth_pid=
   if [ "$(left)" -gt "${MIN_LEFT_S:-300}" ]; then  # a batch that could not be used before the deadline is not started
-    (renice -n 19 "$BASHPID" >/dev/null; synth_batch "$k" $(( $(nproc) > 2 ? $(nproc) - 2 : 1 )) > "/tmp/data/synth$k.log" 2>&1) &
+    (renice -n 19 "$BASHPID" >/dev/null; synth_batch "$k" "$beside_jobs" > "/tmp/data/synth$k.log" 2>&1) &
     synth_pid=$!
   fi
   log "training on $(wc -l < /tmp/data/train.jsonl) utterances, $(left) s left"
@@ -58,11 +62,13 @@ while :; do
     --train-manifest /tmp/data/train.jsonl --val-manifest /tmp/data/dev/manifest.jsonl \
     --resume --out "$out" --time-budget-s "$(( $(left) - 5 ))" --max-steps "$max_steps" --split-mb 15 "$@" &
   train_pid=$!
+  restart=
   # Whichever ends first: the trainer (deadline or max_steps) ends the job; a complete batch restarts training.
   while kill -0 "$train_pid" 2>/dev/null; do
     if [ -n "$synth_pid" ] && ! kill -0 "$synth_pid" 2>/dev/null; then
       if [ -s "/tmp/data/train$k/manifest.jsonl" ] && [ "$(left)" -gt 120 ]; then
         log "batch $k ready: restarting the trainer with it"
+        restart=1
         kill -TERM "$train_pid"
       fi
       synth_pid=
@@ -70,7 +76,7 @@ while :; do
     sleep 2
   done
   wait "$train_pid" || true
-  if [ -s "/tmp/data/train$k/manifest.jsonl" ] && [ "$(left)" -gt 120 ]; then
+  if [ -n "$restart" ]; then  # decided when the batch was ready: the time the save took does not undo it
     cat "/tmp/data/train$k/manifest.jsonl" >> /tmp/data/train.jsonl
     k=$(( k + 1 ))
     continue
