@@ -32,8 +32,8 @@
 #    latency max and p99); its non-zero exit status fails the run;
 #    with --servers N (HTTP only), N servers side by side, each `steno serve ... STENO_SERVE_ARGS` with every {i} in
 #    the arguments replaced by its index 0..N-1 (e.g. --device cuda:{i}: one GPU each), behind serve_load's round
-#    robin (--ports: connection c to server c mod N); the result gives each point's per_server shares and each
-#    server's log; the one-server arrangement a multi-GPU server (--device cuda:all) is compared with;
+#    robin (--ports: connection c to server c mod N); the result gives each point's per_server shares and every
+#    server's command (server 0's log as before); the one-server arrangement a multi-GPU server (--device cuda:all) is compared with;
 # 4. stops the server(s) with SIGTERM and requires exit code 0;
 # 5. writes OUT: serve_load's result (points with per-request rows, headline, settings), the GPU samples summed up
 #    per point, the machine (CPU, cores, GPU, driver, CUDA version), the commit, the load average before and after,

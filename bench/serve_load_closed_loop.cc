@@ -39,7 +39,7 @@ Json per_server_json(const std::vector<ClosedOutcome>& outcomes, const std::vect
   for (size_t s = 0; s < ports.size(); ++s) {
     std::vector<ClosedOutcome> mine;
     for (const auto& out : outcomes)
-      if (static_cast<size_t>(out.conn) % ports.size() == s) mine.push_back(out);
+      if (server_of_connection(out.conn, ports.size()) == s) mine.push_back(out);
     const Tally t = tally(mine, Phase::kWindow);
     servers.push_back({{"port", ports[s]}, {"ok", t.ok}, {"wrong", t.wrong}, {"failed", t.failed},
                        {"requests_per_s", t.ok / window_s},

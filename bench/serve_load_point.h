@@ -108,6 +108,10 @@ void disarm(Conn& c);
 // and the answer's read. A point derives from it for its connection type C (Conn or derived from it) and says what
 // the end of a request means: fail() (a connect, write or read error, or the deadline) or answered() (the whole
 // answer is in c.parser); one of them, once, per request.
+// The server (of n, in --ports order) that connection `conn` talks to: the round robin, in one place for the
+// connections and for the per-server tallies.
+inline size_t server_of_connection(int conn, size_t n) { return static_cast<size_t>(conn) % n; }
+
 template <class C>
 class RequestCycle {
  public:
@@ -145,7 +149,8 @@ class RequestCycle {
   void connect_and_send(C& c, uint64_t generation, const Request& request) {
     c.buffer.clear();
     ++connects_;
-    c.socket.async_connect(servers_[c.index % servers_.size()], [this, &c, generation, &request](error_code ec) {
+    c.socket.async_connect(servers_[server_of_connection(c.index, servers_.size())],
+                           [this, &c, generation, &request](error_code ec) {
       if (generation != c.generation) return;
       if (ec) return fail(c, "connect: " + ec.message());
       c.connected = true;

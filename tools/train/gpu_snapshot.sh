@@ -7,13 +7,14 @@
 #
 #   tools/train/gpu_snapshot.sh CKPT_DIR DEST [CHECK_MANIFEST] [TRAIN_LOG]
 #
-# DEST gets model/ (config.json, model.safetensors, tokenizer.model), metrics.jsonl and the trainer's log.
+# DEST gets model/ (config.json, model.safetensors, tokenizer.model), metrics.jsonl, the trainer's train.log and
+# TRAIN_LOG as job.log (the job's own output: the grow script's lines, the synthesis; never under the trainer's name).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ckpt=$1 dest=$2 manifest=${3:-} train_log=${4:-}
 name=${SNAPSHOT_NAME:-steno-tdt-small-en}
 mkdir -p "$dest"
-[ -n "$train_log" ] && cp "$train_log" "$dest/" 2>/dev/null
+[ -n "$train_log" ] && cp "$train_log" "$dest/job.log" 2>/dev/null
 cp "$ckpt"/metrics.jsonl "$ckpt"/train.log "$dest/" 2>/dev/null
 check=()
 [ -n "$manifest" ] && check=(--check-manifest "$manifest" --check-n 8)
