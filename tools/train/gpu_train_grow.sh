@@ -23,6 +23,12 @@ left() { echo $(( deadline - ($(date +%s) - start) )); }
 log() { echo "grow: [$(( $(date +%s) - start )) s] $*"; }
 
 tools/data/unpack_synth_debs.sh "${SYNTH_DEBS:-.debs}" /tmp/synth >/dev/null
+# The loss lattice as one CUDA kernel (seconds to build with the machine's nvcc; train.py checks it against the
+# PyTorch lattice and falls back to that if it does not build or does not match). STENO_TDT_LATTICE= turns it off.
+if [ -z "${STENO_TDT_LATTICE+set}" ]; then
+  STENO_TDT_LATTICE=$(tools/train/build_tdt_lattice.sh /tmp/tdt_lattice 2>/tmp/tdt_lattice.log) || STENO_TDT_LATTICE=
+  export STENO_TDT_LATTICE
+fi
 export PATH="/tmp/synth/bin:$PATH" PYTHONUNBUFFERED=1
 data=(--corpus "${CORPUS:-build-data/corpus.txt.xz}" --mix "${MIX:-espeak:0.6,flite:0.2,festival:0.2}")
 [ "${CHANNEL_AUG:-1}" = 1 ] && train_only=(--channel-aug) || train_only=()

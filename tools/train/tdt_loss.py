@@ -156,19 +156,21 @@ def reduce_losses(losses, label_lens, reduction):
 
 
 def tdt_loss_from_logprobs(lp_blank, lp_label, lp_dur, act_lens, label_lens, durations, sigma=0.0, omega=0.0,
-                           reduction="mean_volume", rng=None, use_rnnt=None, dtype=torch.float64):
+                           reduction="mean_volume", rng=None, use_rnnt=None, dtype=torch.float64, lattice=None):
     """The loss from joint_logprobs' output (no sigma in it yet). Returns the reduced loss in lp_blank's dtype.
     use_rnnt: force the RNN-T branch (True) or the TDT branch (False); None draws it with probability omega
-    from `rng` (a random.Random; the module-level random if None)."""
+    from `rng` (a random.Random; the module-level random if None). lattice: a replacement for transducer_loglik
+    with its signature (tdt_lattice_cuda.CudaLattice: the lattice as one CUDA kernel)."""
+    transducer_loglik_fn = lattice or transducer_loglik
     if use_rnnt is None:
         use_rnnt = omega > 0 and (rng or random).random() < omega
     if use_rnnt:  # NeMo: standard RNN-T alphas over the token log-probs, no sigma, no durations
         dev = lp_blank.device
         lpd_b = torch.tensor([NEG, 0.0], dtype=dtype, device=dev)  # blank: duration 1 only
         lpd_l = torch.tensor([0.0, NEG], dtype=dtype, device=dev)  # label: duration 0 only
-        ll = transducer_loglik(lp_blank, lp_label, lpd_b, lpd_l, [0, 1], act_lens, label_lens, dtype)
+        ll = transducer_loglik_fn(lp_blank, lp_label, lpd_b, lpd_l, [0, 1], act_lens, label_lens, dtype)
     else:
-        ll = transducer_loglik(lp_blank - sigma, lp_label - sigma, lp_dur, lp_dur, durations, act_lens,
+        ll = transducer_loglik_fn(lp_blank - sigma, lp_label - sigma, lp_dur, lp_dur, durations, act_lens,
                                label_lens, dtype)
     return reduce_losses(-ll, label_lens, reduction).to(lp_blank.dtype)
 

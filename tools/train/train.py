@@ -157,9 +157,9 @@ def spec_augment(feats, flen, sa):
     return feats.masked_fill(mask, 0.0)
 
 
-def train_loss(model, batch, tcfg, dev, step_rng, ctc_head=None):
+def train_loss(model, batch, tcfg, dev, step_rng, ctc_head=None, lattice=None):
     """One batch -> (loss, number of utterances). Randomness: torch's global RNG (seeded per step by the caller)
-    and step_rng (the omega draw)."""
+    and step_rng (the omega draw). lattice: tdt_loss_from_logprobs' (None: the PyTorch lattice)."""
     audio = batch["audio"].to(dev, non_blocking=True).float() / 32768.0
     alen = batch["audio_len"].to(dev)
     labels = batch["labels"].to(dev)
@@ -190,7 +190,7 @@ def train_loss(model, batch, tcfg, dev, step_rng, ctc_head=None):
         else:
             lpb, lpl, lpd = joint_lp(model, f, p, labels, nd, jd, True)
     loss = tdt_loss_from_logprobs(lpb, lpl, lpd, elen, ulen, model.durations, sigma=tcfg["sigma"],
-                                  omega=tcfg["omega"], reduction=tcfg["reduction"], rng=step_rng)
+                                  omega=tcfg["omega"], reduction=tcfg["reduction"], rng=step_rng, lattice=lattice)
     w = float(tcfg.get("ctc_weight", 0.0) or 0.0)
     if ctc_head is not None and w > 0:
         with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=amp):
@@ -302,6 +302,9 @@ def parse_args(argv=None):
                     help="stop after this optimizer step (does not change the schedule, unlike --max-steps)")
     ap.add_argument("--split-mb", type=float, default=None, help="write the checkpoint in parts of <= this many MB")
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--lattice-lib", default=os.environ.get("STENO_TDT_LATTICE"), metavar="SO",
+                    help="the loss lattice as one CUDA kernel (tools/train/build_tdt_lattice.sh; default "
+                         "$STENO_TDT_LATTICE): checked against the PyTorch lattice at start, used if it matches")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     ap.add_argument("--workers", type=int, default=8, help="DataLoader workers when audio is not preloaded")
     ap.add_argument("--no-preload", action="store_true", help="read WAVs in DataLoader workers instead of RAM")
@@ -328,6 +331,21 @@ class _VocabOnly:
 
     def id_to_piece(self, i):
         return f"p{i}"
+
+
+def load_lattice(path, dev, logf):
+    """The loss lattice as one CUDA kernel when asked for and it matches the PyTorch lattice on this machine;
+    None (the PyTorch lattice) otherwise, with the reason in the log."""
+    if not path or dev.type != "cuda":
+        return None
+    import tdt_lattice_cuda
+    lattice = tdt_lattice_cuda.load(path)
+    failures = tdt_lattice_cuda.check(lattice, device=dev) if lattice is not None else ["no library"]
+    if failures:
+        log(f"loss lattice: {path} not used ({'; '.join(failures)}); the PyTorch lattice instead", logf)
+        return None
+    log(f"loss lattice: the CUDA kernel {path} (matches the PyTorch lattice)", logf)
+    return lattice
 
 
 def main(argv=None):
@@ -412,6 +430,7 @@ def main(argv=None):
     model.to(dev).train()
     if ctc_head is not None:
         ctc_head.to(dev).train()
+    lattice = load_lattice(args.lattice_lib, dev, logf)
     nparams = count_params(model)
     decay = [p for p in model.parameters()] + ([p for p in ctc_head.parameters()] if ctc_head is not None else [])
     opt_kw = dict(lr=tcfg["lr"], betas=tuple(tcfg["betas"]), weight_decay=tcfg["weight_decay"], eps=1e-8)
@@ -486,7 +505,7 @@ def main(argv=None):
 
 
 def _train_loop(args, tcfg, cfg, model, opt, sp, tok_bytes, train, val, dev, nparams, step, epoch, batch_pos,
-                rewarm_from, history, best_wer, stop, logf, metf, ctc_head, **_):
+                rewarm_from, history, best_wer, stop, logf, metf, ctc_head, lattice, **_):
 
     ckpt_path = os.path.join(args.out, "last.pt")
     save_est = [10.0]
@@ -550,7 +569,7 @@ def _train_loop(args, tcfg, cfg, model, opt, sp, tok_bytes, train, val, dev, npa
             lr = lr_at(step, tcfg, rewarm_from)
             for g in opt.param_groups:
                 g["lr"] = lr
-            loss = train_loss(model, batch, tcfg, dev, step_rng, ctc_head)
+            loss = train_loss(model, batch, tcfg, dev, step_rng, ctc_head, lattice)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             gn = torch.nn.utils.clip_grad_norm_(opt.param_groups[0]["params"], tcfg["grad_clip"])
