@@ -6,8 +6,9 @@
 #   scripts/package-gpu.sh [OUT_FILE]          (default: gpu-pkg/steno-gpu.tar.xz; gpu-pkg/ is git-ignored)
 #
 # STENO_GPU_PROGRAMS names the programs (build targets) to pack; the default is what GPU work runs: steno, the
-# CUDA test programs and the engine benchmark. A run call carries at most 64 MiB with the tracked tree (~34 MB),
-# so the package must stay under ~30 MB: pack only what the call needs.
+# CUDA test programs and the engine benchmark. A run call carries at most 64 MiB with the tree; the tracked tree is
+# ~85 MB, so `tools/train/carry_slim.sh out-gpu` first moves out what such a call does not read (to ~28 MB, `back`
+# restores it), and the package must stay under ~35 MB: pack only what the call needs.
 # On the GPU machine, from the repository root (the carried working tree):
 #   mkdir -p /tmp/steno && tar xf gpu-pkg/steno-gpu.tar.xz -C /tmp/steno
 #   /tmp/steno/run.sh steno transcribe --device cuda tests/data/testset/espeak/audio/test-0000009.flac

@@ -5,6 +5,8 @@
 # results and the other models (none of which a training call reads) go out of the tree for the call.
 #
 #   tools/train/carry_slim.sh out [PLACE]     # moves them to PLACE (default ../steno-carry-aside), prints the size
+#   tools/train/carry_slim.sh out-gpu [PLACE] # for a call with the GPU package (scripts/package-gpu.sh, ~29 MB):
+#                                             # keeps bench's scripts, tests/data/testset and the ASR and VAD models
 #   tools/train/carry_slim.sh back [PLACE]    # moves them back (git checkout restores any that PLACE lost)
 #
 # PLACE must outlive the session's shell (not /tmp of a machine that may be replaced); `back` also works from git
@@ -12,24 +14,34 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 paths=(bench tests/data fuzz/corpus fuzz/seeds models/steno-sortformer-small models/silero-vad)
+# out-gpu: what the serving benchmarks and the CUDA tests of the bundled model do not read (the tracked tree is
+# ~85 MB, the package ~29 MB); the tests that read tests/data's other folders need those carried instead.
+gpu_paths=(bench/results fuzz/corpus fuzz/seeds models/steno-sortformer-small)
+for d in tests/data/*; do [ "$d" = tests/data/testset ] || gpu_paths+=("$d"); done
 place=${2:-../steno-carry-aside}
 case ${1:-} in
-  out)
+  out|out-gpu)
+    [ "$1" = out-gpu ] && paths=("${gpu_paths[@]}")
     for p in "${paths[@]}"; do
       [ -e "$p" ] || continue
       mkdir -p "$place/$(dirname "$p")"
       mv -T "$p" "$place/$p"
     done
     tree_kb=$(du -sk --exclude=.git --exclude='build*' --exclude=.debs --exclude=gpu-pkg . | cut -f1)
-    carry_kb=$(du -skc .debs build-data 2>/dev/null | tail -1 | cut -f1)
-    echo "carry_slim: tree $((tree_kb / 1024)) MB + .debs and build-data $((carry_kb / 1024)) MB" \
-         "(limit 64 MiB; build-data should hold only corpus.txt.xz)"
+    carried=(.debs build-data) note="build-data should hold only corpus.txt.xz"
+    [ "$1" = out-gpu ] && carried=(gpu-pkg) note="carry [\"gpu-pkg\"]"
+    carry_kb=$(du -skc "${carried[@]}" 2>/dev/null | tail -1 | cut -f1)
+    echo "carry_slim: tree $((tree_kb / 1024)) MB + ${carried[*]} $((carry_kb / 1024)) MB (limit 64 MiB; $note)"
     ;;
   back)
+    paths+=("${gpu_paths[@]}")
+    for d in "$place"/tests/data/*; do [ -e "$d" ] && paths+=("tests/data/${d##*/}"); done  # out-gpu's folders
     for p in "${paths[@]}"; do
       if [ -e "$place/$p" ] && [ ! -e "$p" ]; then mv -T "$place/$p" "$p"; fi
     done
-    git checkout -- "${paths[@]}" 2>/dev/null || true  # anything PLACE no longer had
+    # Anything PLACE no longer had comes from git; only what is missing (a checkout of a present path would undo
+    # the uncommitted edits in it).
+    for p in "${paths[@]}"; do [ -e "$p" ] || git checkout -- "$p" 2>/dev/null || true; done
     [ -d "$place" ] && find "$place" -depth -type d -empty -delete
     git status --short -- "${paths[@]}" | head -5
     echo "carry_slim: tree whole again"
