@@ -17,6 +17,9 @@ default espeak:1 is the first bundled model's recipe, utterance for utterance. T
 (awb held out) and two of festival's (ked_diphone held out), so each synthesizer keeps a voice for its test set.
 --channel-aug (train) also passes a share of the clips through what uploads go through: a telephone band (300-3400
 Hz at 8 kHz, half of them mu-law), or an MP3 or Opus encode and decode (lame, opusenc/opusdec).
+--voice-aug (train) makes more voices of the few flite and festival have: 70 % of the clips of a voice that takes
+an intonation target (flite kal, kal16, slt; festival kal_diphone) get a mean pitch of 75-240 Hz, and 80 % of all
+clips a speed perturbation of 0.85-1.18 (formants and pitch scaled together, as a longer or shorter vocal tract).
 
 Everything an utterance gets (sentence, voice, rate, pitch, augmentation) is drawn from a generator seeded by
 (seed, split, index), so utterance i is the same whatever --jobs is and whether the run was resumed. A run writes
@@ -73,6 +76,14 @@ TEST_SPLITS = {"test"} | set(SYNTH_TEST_SPLITS)  # sentences from the corpus's t
 
 RATE = (130, 220)   # words per minute (espeak -s)
 PITCH = (30, 70)    # espeak -p, 0..99
+# --voice-aug: voices the training set has few of made into more. The synthesizer's own intonation target moves
+# the pitch (flite's kal, kal16, slt and the held-out awb honour int_f0_target_mean; rms and the HTS voice do not;
+# festival's diphone voices take int_lr_params), and a wider speed perturbation scales formants and pitch together
+# (the vocal tract length) for every family.
+F0_VOICES = {"flite": {"kal", "kal16", "slt", "awb"}, "festival": {"kal_diphone", "ked_diphone"}}
+F0_MEAN_HZ = (75.0, 240.0)    # drawn log-uniform
+F0_STD_OF_MEAN = (0.08, 0.25)
+VOICE_SPEED = (0.85, 1.18)    # against the plain augmentation's 0.9 .. 1.1
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -175,7 +186,7 @@ def pick_voice(split, r, mix=(("espeak", 1.0),)):
     return "espeak", v, "espeak:" + v
 
 
-def plan(split, index, seed, pool, augment, mix=(("espeak", 1.0),), channel=False):
+def plan(split, index, seed, pool, augment, mix=(("espeak", 1.0),), channel=False, voice_aug=False):
     r = random.Random("%d/%s/%d" % (seed, split, index))
     source, speak = pool[index % len(pool)]
     synth, voice, label = pick_voice(split, r, mix)
@@ -206,6 +217,12 @@ def plan(split, index, seed, pool, augment, mix=(("espeak", 1.0),), channel=Fals
                 aug["channel"] = {"kind": "mp3", "kbps": r.choice([24, 32, 48, 64, 96])}
             elif x < 0.45:
                 aug["channel"] = {"kind": "opus", "kbps": r.choice([8, 12, 16, 24, 32])}
+        if voice_aug:  # drawn after everything else, as the channel: without --voice-aug nothing changes
+            if voice in F0_VOICES.get(synth, ()) and r.random() < 0.7:
+                mean = float(np.exp(r.uniform(*np.log(F0_MEAN_HZ))))
+                p["f0"] = {"mean": round(mean, 1), "std": round(mean * r.uniform(*F0_STD_OF_MEAN), 1)}
+            if r.random() < 0.8:
+                aug["speed"] = round(r.uniform(*VOICE_SPEED), 3)
     p["aug"] = aug
     return p
 
@@ -244,8 +261,12 @@ def synth_espeak(p, espeak):
 def synth_flite(p, flite):
     with tempfile.TemporaryDirectory(prefix="flite") as d:
         path = os.path.join(d, "o.wav")
-        cmd = [flite, "-voice", p["voice"], "--setf", "duration_stretch=%s" % p["stretch"], "-t", p["speak"],
-               "-o", path]
+        f0 = []
+        if "f0" in p:
+            f0 = ["--setf", "int_f0_target_mean=%s" % p["f0"]["mean"],
+                  "--setf", "int_f0_target_stddev=%s" % p["f0"]["std"]]
+        cmd = [flite, "-voice", p["voice"], "--setf", "duration_stretch=%s" % p["stretch"]] + f0 + \
+            ["-t", p["speak"], "-o", path]
         subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
         with open(path, "rb") as fh:
             return parse_wav(fh.read())
@@ -255,8 +276,9 @@ class FestivalSession:
     """One long-lived `festival --pipe`: a voice is loaded once (~0.8 s for the first), then an utterance takes
     ~10 ms (diphone voices) to ~90 ms (HTS). Each request ends with a marker line that festival prints and
     flushes, so the reply is complete when the marker arrives; a festival that says nothing for `timeout` seconds
-    is killed and the next request starts a new one. The output depends only on the text, voice and stretch,
-    not on what the process said before (checked byte for byte)."""
+    is killed and the next request starts a new one. The output depends only on the text, voice, stretch and
+    intonation target, not on what the process said before (checked byte for byte): every utterance sets the
+    target, the voice's own unless one is asked for."""
 
     MARK = b"@@steno-festival-done@@"
 
@@ -291,23 +313,30 @@ class FestivalSession:
             buf += chunk
         return buf
 
-    def synth(self, voice, stretch, text, path):
+    def synth(self, voice, stretch, text, path, f0=None):
+        """f0: {"mean": Hz, "std": Hz}, the intonation target of a diphone voice (int_lr_params), or None."""
         if voice != self.voice:
             # An unknown voice is an error festival reports only on stderr, keeping the voice it had: ask which
-            # voice is current, so that no clip is labelled with a voice that did not speak it.
-            said = self._run('(voice_%s)\n(format t "voice=%%s\\n" current-voice)' % voice)
+            # voice is current, so that no clip is labelled with a voice that did not speak it. The voice's own
+            # intonation parameters are kept, to put back after an utterance with another target.
+            said = self._run('(voice_%s)\n(set! steno_lr_own int_lr_params)\n'
+                             '(format t "voice=%%s\\n" current-voice)' % voice)
             if b"voice=%s\n" % voice.encode("ascii") not in said:
                 raise ValueError("festival has no voice %s" % voice)
             self.voice = voice
+        lr = "steno_lr_own"
+        if f0:  # the first entry of a name wins in festival's parameter lists
+            lr = "(append (list (list 'target_f0_mean %s) (list 'target_f0_std %s)) steno_lr_own)" % (
+                float(f0["mean"]), float(f0["std"]))
         quoted = text.replace("\\", " ").replace('"', " ")
-        self._run("(Parameter.set 'Duration_Stretch %s)\n"
-                  "(utt.save.wave (utt.synth (Utterance Text \"%s\")) \"%s\" 'riff)" % (stretch, quoted, path))
+        self._run("(set! int_lr_params %s)\n(Parameter.set 'Duration_Stretch %s)\n"
+                  "(utt.save.wave (utt.synth (Utterance Text \"%s\")) \"%s\" 'riff)" % (lr, stretch, quoted, path))
 
 
 def synth_festival(p, session):
     with tempfile.TemporaryDirectory(prefix="festival") as d:
         path = os.path.join(d, "o.wav")
-        session.synth(p["voice"], p["stretch"], p["speak"], path)
+        session.synth(p["voice"], p["stretch"], p["speak"], path, p.get("f0"))
         if not os.path.exists(path):
             raise ValueError("festival wrote no audio")
         with open(path, "rb") as fh:
@@ -511,7 +540,7 @@ def _init(args_dict, pool):
 
 def _work(index):
     a = _G
-    p = plan(a["split"], index, a["seed"], a["pool"], a["augment"], a["mix"], a["channel"])
+    p = plan(a["split"], index, a["seed"], a["pool"], a["augment"], a["mix"], a["channel"], a["voice_aug"])
     rel = ("audio/%03d/" % (index // 1000) if a["shard"] else "audio/") + "%s-%07d.%s" % (a["split"], index,
                                                                                        a["format"])
     path = os.path.join(a["out"], rel)
@@ -540,6 +569,8 @@ def _work(index):
         entry["synth"] = {"rate": p["rate"], "pitch": p["pitch"], "gap": p["gap"]}
     else:
         entry["synth"] = {"duration_stretch": p["stretch"]}
+        if "f0" in p:
+            entry["synth"]["f0"] = p["f0"]
     if p["aug"]:
         entry["aug"] = {k: v for k, v in p["aug"].items() if k != "noise_seed"}
     return {"index": index, "entry": entry}
@@ -570,6 +601,9 @@ def main():
                     help="train/dev: synthesizers and their shares, e.g. espeak:0.6,flite:0.2,festival:0.2")
     ap.add_argument("--channel-aug", action="store_true",
                     help="train: telephone band, MP3 and Opus round trips for a share of the clips (lame, opus-tools)")
+    ap.add_argument("--voice-aug", action="store_true",
+                    help="train: more voices from few: intonation targets for the flite and festival voices that "
+                         "take one, and a wider speed perturbation (vocal tract length)")
     args = ap.parse_args()
     try:
         mix = parse_mix(args.mix)
@@ -614,7 +648,8 @@ def main():
 
     conf = {"split": args.split, "seed": args.seed, "augment": augment, "out": args.out, "format": args.format,
             "espeak": args.espeak, "flite": args.flite, "festival": args.festival, "max_seconds": args.max_seconds,
-            "shard": shard, "mix": mix, "channel": augment and args.channel_aug}
+            "shard": shard, "mix": mix, "channel": augment and args.channel_aug,
+            "voice_aug": augment and args.voice_aug}
     stopped = False
     audio_s = 0.0
     n_new = 0

@@ -22,6 +22,22 @@ import textnorm  # noqa: E402
 TESTSET = os.path.join(HERE, "..", "..", "tests", "data", "testset")
 
 
+def median_pitch_hz(pcm, sr=16000):
+    """The median autocorrelation pitch of the voiced 40 ms frames of int16 speech (60-400 Hz)."""
+    x = pcm.astype(np.float64)
+    frame, hop, found = int(0.04 * sr), int(0.01 * sr), []
+    for i in range(0, len(x) - frame, hop):
+        f = x[i:i + frame] - x[i:i + frame].mean()
+        if np.sqrt(np.mean(f ** 2)) < 300:
+            continue
+        ac = np.correlate(f, f, "full")[frame - 1:]
+        lo, hi = sr // 400, sr // 60
+        k = lo + int(np.argmax(ac[lo:hi]))
+        if ac[k] > 0.4 * ac[0]:
+            found.append(sr / k)
+    return float(np.median(found)) if found else 0.0
+
+
 class Numbers(unittest.TestCase):
     def test_cardinal(self):
         self.assertEqual(textnorm.cardinal(0), "zero")
@@ -131,6 +147,27 @@ class Voices(unittest.TestCase):
             self.assertEqual({k: v for k, v in with_channel["aug"].items() if k != "channel"}, first["aug"])
             self.assertEqual(dict(with_channel, aug=first["aug"]), first)
 
+    def test_voice_aug_draws_a_pitch_target_and_a_wider_speed_only(self):
+        pool = [("gen", "a b."), ("gen", "c d.")]
+        mix = make_dataset.parse_mix("espeak:0.4,flite:0.3,festival:0.3")
+        targets = 0
+        for i in range(600):
+            plain = make_dataset.plan("train", i, 1, pool, True, mix, True)
+            p = make_dataset.plan("train", i, 1, pool, True, mix, True, True)
+            self.assertEqual({k: v for k, v in p["aug"].items() if k != "speed"},
+                             {k: v for k, v in plain["aug"].items() if k != "speed"})
+            self.assertEqual({k: v for k, v in p.items() if k not in ("aug", "f0")},
+                             {k: v for k, v in plain.items() if k != "aug"})
+            if p["aug"].get("speed") != plain["aug"].get("speed"):
+                lo, hi = make_dataset.VOICE_SPEED
+                self.assertTrue(lo <= p["aug"]["speed"] <= hi, p["aug"])
+            if "f0" in p:
+                targets += 1
+                self.assertIn(p["voice"], make_dataset.F0_VOICES[p["synth"]])
+                lo, hi = make_dataset.F0_MEAN_HZ
+                self.assertTrue(lo <= p["f0"]["mean"] <= hi and 0 < p["f0"]["std"] < 0.26 * p["f0"]["mean"], p)
+        self.assertTrue(100 < targets < 300, targets)  # 0.7 of the clips of kal, kal16, slt and kal_diphone
+
     def test_test_splits_ignore_the_mix(self):
         pool = [("gen", "one two three.")]
         mix = make_dataset.parse_mix("flite:1,festival:1")
@@ -217,6 +254,21 @@ class Audio(unittest.TestCase):
                 if voice in out:
                     self.assertTrue(np.array_equal(out[voice], pcm), voice)
                 out[voice] = pcm
+        finally:
+            session.close()
+
+    @unittest.skipIf(shutil.which("festival") is None or shutil.which("flite") is None, "festival/flite missing")
+    def test_an_intonation_target_moves_the_pitch_and_leaves_no_trace(self):
+        session = make_dataset.FestivalSession("festival")
+        tools = {"festival": session, "flite": "flite"}
+        try:
+            for synth, voice in (("flite", "kal"), ("festival", "kal_diphone")):
+                p = {"synth": synth, "voice": voice, "stretch": 1.0, "speak": "the bus leaves at nine.", "aug": {}}
+                own = make_dataset.render(p, tools)
+                low = make_dataset.render(dict(p, f0={"mean": 80.0, "std": 10.0}), tools)
+                high = make_dataset.render(dict(p, f0={"mean": 200.0, "std": 25.0}), tools)
+                self.assertGreater(median_pitch_hz(high), 1.8 * median_pitch_hz(low), voice)
+                self.assertTrue(np.array_equal(make_dataset.render(p, tools), own), voice)  # the target was reset
         finally:
             session.close()
 

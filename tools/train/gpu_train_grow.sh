@@ -6,7 +6,7 @@
 # the same ones for many epochs. Ends at a fixed deadline with a checkpoint in OUT_DIR and OUT_DIR/DONE.
 #
 #   INIT_MODEL=models/steno-tdt-small-en [DATA_SEED=10] [MIX=espeak:0.6,flite:0.2,festival:0.2] [CHANNEL_AUG=1] \
-#   [CORPUS=build-data/corpus.txt.xz] [SYNTH_DEBS=.debs] \
+#   [VOICE_AUG=0] [CORPUS=build-data/corpus.txt.xz] [SYNTH_DEBS=.debs] \
 #     tools/train/gpu_train_grow.sh OUT_DIR DEADLINE_S MAX_STEPS BATCH_UTTERANCES [TRAIN.PY FLAGS...]
 #
 # DEADLINE_S counts from this script's start; batch k uses seed DATA_SEED+k; no batch starts with less than
@@ -32,6 +32,7 @@ fi
 export PATH="/tmp/synth/bin:$PATH" PYTHONUNBUFFERED=1
 data=(--corpus "${CORPUS:-build-data/corpus.txt.xz}" --mix "${MIX:-espeak:0.6,flite:0.2,festival:0.2}")
 [ "${CHANNEL_AUG:-1}" = 1 ] && train_only=(--channel-aug) || train_only=()
+[ "${VOICE_AUG:-0}" = 1 ] && train_only+=(--voice-aug)  # pitch targets and a wider speed: more voices from few
 seed0=${DATA_SEED:-10}
 # Synthesis jobs beside the trainer: all but two cores by default. Steps beside them measured ~1.8x slower on the
 # H200 machine (16 cores, 14 jobs): fewer jobs trade data growth for steps.
