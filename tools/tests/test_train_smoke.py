@@ -144,6 +144,29 @@ class TrainSmokeTest(unittest.TestCase):
         out16, _ = run_batch(model16, clips)
         self.assertLess(float(abs(out16["encoded"] - out_ref["encoded"]).max()), 0.05)
 
+    def test_data_that_appears_while_training_joins_the_next_epoch(self):
+        from data import read_manifest
+        entries = read_manifest(self.train_m)  # absolute audio paths
+        grow = os.path.join(self.tmp, "grow")
+        halves = {"first": entries[:10], "second": entries[10:]}
+        for name, part in halves.items():
+            os.makedirs(os.path.join(grow, name))
+            with open(os.path.join(grow, name, "manifest.jsonl"), "w", encoding="utf-8") as f:
+                for e in part:
+                    f.write(json.dumps({"audio_filepath": e["audio"], "text": e["text"],
+                                        "duration": e["duration"]}) + "\n")
+        import train
+        first = os.path.join(grow, "first", "manifest.jsonl")
+        argv = ["--config", TINY, "--tokenizer", self.tok, "--train-manifest", first, "--more-manifests",
+                os.path.join(grow, "*", "manifest.jsonl"), "--out", os.path.join(self.tmp, "G"), "--max-steps", "12",
+                "--threads", "1", "--no-final-eval"]
+        rc, log = run_quiet(train.main, argv)
+        self.assertEqual(rc, 0, log)
+        self.assertIn("train: 10 utts", log)
+        self.assertEqual(log.count("data grew"), 1, log)  # the first manifest is not taken twice
+        self.assertIn("data grew: 10 utts from 1 manifest(s)", log)
+        self.assertIn("now 20 utts", log)
+
 
 if __name__ == "__main__":
     unittest.main()

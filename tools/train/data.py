@@ -55,26 +55,47 @@ def read_manifest(path):
 
 
 class Corpus:
-    """Utterances of one or more manifests, tokenised; `audio` holds int16 arrays once preload() ran."""
+    """Utterances of one or more manifests, tokenised; `audio` holds int16 arrays once preload() ran. extend()
+    adds the utterances of more manifests later (data that grows while a model trains)."""
 
     def __init__(self, manifests, sp, max_duration=None, min_duration=0.0, max_utts=None):
+        self.sp, self.max_duration, self.min_duration = sp, max_duration, min_duration
+        self.entries, self.texts, self.ids, self.manifests = [], [], [], []
+        self.durations = np.zeros(0, dtype=np.float64)
+        self.dropped = 0
+        self.audio = None
+        self._add(manifests, max_utts)
+
+    def _add(self, manifests, max_utts=None):
         entries = []
         for m in manifests:
             entries.extend(read_manifest(m))
-        kept, dropped = [], 0
+            self.manifests.append(os.path.abspath(m))
+        kept = []
         for e in entries:
-            if (max_duration and e["duration"] > max_duration) or e["duration"] < min_duration:
-                dropped += 1
+            if (self.max_duration and e["duration"] > self.max_duration) or e["duration"] < self.min_duration:
+                self.dropped += 1
                 continue
             kept.append(e)
         if max_utts:
             kept = kept[:max_utts]
-        self.entries = kept
-        self.dropped = dropped
-        self.texts = [normalize_text(e["text"]) for e in kept]
-        self.ids = [sp.encode(t, out_type=int) if t else [] for t in self.texts]
-        self.durations = np.array([e["duration"] for e in kept], dtype=np.float64)
-        self.audio = None
+        texts = [normalize_text(e["text"]) for e in kept]
+        self.entries += kept
+        self.texts += texts
+        self.ids += [self.sp.encode(t, out_type=int) if t else [] for t in texts]
+        self.durations = np.concatenate([self.durations, np.array([e["duration"] for e in kept], dtype=np.float64)])
+        return kept
+
+    def extend(self, manifests, threads=16):
+        """Adds the utterances of more manifests, their audio read at once if this corpus is preloaded.
+        Returns (utterances added, bytes read)."""
+        kept = self._add(manifests)
+        if self.audio is None:
+            return len(kept), 0
+        with ThreadPoolExecutor(max_workers=max(1, threads)) as ex:
+            audio = list(ex.map(read_wav, [e["audio"] for e in kept], chunksize=64))
+        self.audio += audio
+        return len(kept), sum(a.nbytes for a in audio)
 
     def __len__(self):
         return len(self.entries)

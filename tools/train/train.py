@@ -17,6 +17,7 @@ written every save_every steps, at the end, on SIGTERM/SIGINT, and before --time
 counts from process start, data loading included). tools/train/README.md has the recipe.
 """
 import argparse
+import glob
 import json
 import math
 import os
@@ -286,6 +287,10 @@ def parse_args(argv=None):
                                      "ignored for the model when resuming)")
     ap.add_argument("--tokenizer", help="SentencePiece .model (taken from the checkpoint when resuming)")
     ap.add_argument("--train-manifest", action="append", default=[], help="JSONL manifest (repeatable)")
+    ap.add_argument("--more-manifests", default=None, metavar="GLOB",
+                    help="manifests that appear while training (checked at the end of every epoch; their "
+                         "utterances join the next one): data that grows beside the trainer, as gpu_train_grow.sh "
+                         "makes it. A resume then is not bit-exact (the epochs' batches depend on when data came)")
     ap.add_argument("--val-manifest", action="append", default=[])
     ap.add_argument("--out", required=False, help="output folder for last.pt, train.log, metrics.jsonl")
     ap.add_argument("--resume", nargs="?", const="", default=None,
@@ -331,6 +336,17 @@ class _VocabOnly:
 
     def id_to_piece(self, i):
         return f"p{i}"
+
+
+def grow_corpus(train, pattern, logf):
+    """Adds the manifests matching `pattern` that the training corpus does not have yet."""
+    new = sorted(p for p in glob.glob(pattern) if os.path.abspath(p) not in train.manifests)
+    if not new:
+        return
+    t = time.time()
+    n, nbytes = train.extend(new)
+    log(f"data grew: {n} utts from {len(new)} manifest(s), {nbytes / 1e9:.2f} GB read in {time.time() - t:.1f}s; "
+        f"now {len(train)} utts, {train.hours():.2f} h", logf)
 
 
 def load_lattice(path, dev, logf):
@@ -621,6 +637,8 @@ def _train_loop(args, tcfg, cfg, model, opt, sp, tok_bytes, train, val, dev, npa
         else:
             epoch += 1
             batch_pos = 0
+            if args.more_manifests:
+                grow_corpus(train, args.more_manifests, logf)
     log(f"stopping: {reason} at step {step}" + (f" ({skipped} updates skipped)" if skipped else ""), logf)
     left = time_left()
     if val is not None and not args.no_final_eval and (not history or history[-1]["step"] != step):
