@@ -2,7 +2,9 @@
 token ids, batches bucketed by duration, and either in-RAM audio (preload) or a DataLoader with workers."""
 import json
 import os
+import queue
 import re
+import threading
 import wave
 from concurrent.futures import ThreadPoolExecutor
 
@@ -160,17 +162,59 @@ class _UttDataset(torch.utils.data.Dataset):
         return self.corpus.get_audio(i), self.corpus.ids[i]
 
 
-def iterate_batches(corpus, batches, workers=0, pin=False):
-    """Yields (batch position, collated batch). In-RAM audio or workers == 0: collated here; otherwise a
-    DataLoader whose workers read the WAVs."""
+def iterate_batches(corpus, batches, workers=0, pin=False, prefetch=2):
+    """Yields (batch position, collated batch). In-RAM audio or workers == 0: collated (and pinned) by a thread
+    `prefetch` batches ahead of the consumer, so that the padding copy overlaps the training step instead of
+    following it (the step ends with a synchronising read of the loss); otherwise a DataLoader whose workers read
+    the WAVs."""
     if corpus.audio is not None or workers <= 0:
-        for k, b in enumerate(batches):
-            out = collate([(corpus.get_audio(i), corpus.ids[i]) for i in b])
-            if pin:
-                out = {k2: v.pin_memory() for k2, v in out.items()}
-            yield k, out
+        def collated():
+            for k, b in enumerate(batches):
+                out = collate([(corpus.get_audio(i), corpus.ids[i]) for i in b])
+                if pin:
+                    out = {k2: v.pin_memory() for k2, v in out.items()}
+                yield k, out
+        yield from (_ahead(collated(), prefetch) if prefetch > 0 else collated())
         return
     dl = torch.utils.data.DataLoader(_UttDataset(corpus), batch_sampler=batches, collate_fn=collate,
                                      num_workers=workers, pin_memory=pin, prefetch_factor=4)
     for k, out in enumerate(dl):
         yield k, out
+
+
+def _ahead(items, depth):
+    """The items of a generator, produced by a thread at most `depth` ahead; the thread stops when the consumer
+    does (a generator closed early), and an exception in it is raised in the consumer."""
+    q, stop, end = queue.Queue(depth), threading.Event(), object()
+
+    def put(x):
+        while not stop.is_set():
+            try:
+                q.put(x, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def run():
+        try:
+            for x in items:
+                if not put(x):
+                    return
+            put(end)
+        except BaseException as e:  # noqa: B902 -- handed to the consumer, which raises it
+            put(e)
+
+    thread = threading.Thread(target=run, name="batches-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            x = q.get()
+            if x is end:
+                return
+            if isinstance(x, BaseException):
+                raise x
+            yield x
+    finally:
+        stop.set()
+        thread.join()
