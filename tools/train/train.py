@@ -307,6 +307,9 @@ def parse_args(argv=None):
                     help="stop after this optimizer step (does not change the schedule, unlike --max-steps)")
     ap.add_argument("--split-mb", type=float, default=None, help="write the checkpoint in parts of <= this many MB")
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--profile-steps", type=int, default=0, metavar="N",
+                    help="profile N training steps (after 20 warm-up steps) with torch.profiler and log the ops "
+                         "that took the most device and host time, then go on training")
     ap.add_argument("--lattice-lib", default=os.environ.get("STENO_TDT_LATTICE"), metavar="SO",
                     help="the loss lattice as one CUDA kernel (tools/train/build_tdt_lattice.sh; default "
                          "$STENO_TDT_LATTICE): checked against the PyTorch lattice at start, used if it matches")
@@ -336,6 +339,38 @@ class _VocabOnly:
 
     def id_to_piece(self, i):
         return f"p{i}"
+
+
+class StepProfiler:
+    """torch.profiler over steps [first, first + n): where a training step's time goes (the log gets the ops that
+    took the most device time and the most host time)."""
+
+    def __init__(self, n, first, dev, logf):
+        self.n, self.first, self.dev, self.logf, self.prof, self.t0 = n, first, dev, logf, None, 0.0
+
+    def before(self, step):
+        if self.n > 0 and step == self.first:
+            acts = [torch.profiler.ProfilerActivity.CPU]
+            if self.dev.type == "cuda":
+                acts.append(torch.profiler.ProfilerActivity.CUDA)
+                torch.cuda.synchronize(self.dev)
+            self.prof = torch.profiler.profile(activities=acts)
+            self.prof.__enter__()
+            self.t0 = time.time()
+
+    def after(self, step):
+        if self.prof is None or step != self.first + self.n - 1:
+            return
+        if self.dev.type == "cuda":
+            torch.cuda.synchronize(self.dev)
+        wall = time.time() - self.t0
+        self.prof.__exit__(None, None, None)
+        events = self.prof.key_averages()
+        log(f"profile of steps {self.first}..{step}: {1000 * wall / self.n:.1f} ms a step (wall)", self.logf)
+        sort = "cuda_time_total" if self.dev.type == "cuda" else "self_cpu_time_total"
+        log("by device time:\n" + events.table(sort_by=sort, row_limit=25), self.logf)
+        log("by host time:\n" + events.table(sort_by="self_cpu_time_total", row_limit=15), self.logf)
+        self.prof, self.n = None, 0
 
 
 def grow_corpus(train, pattern, logf):
@@ -572,6 +607,7 @@ def _train_loop(args, tcfg, cfg, model, opt, sp, tok_bytes, train, val, dev, npa
     pin = dev.type == "cuda"
     workers = 0 if train.audio is not None else args.workers
     log(f"start at step {step} (epoch {epoch}, batch {batch_pos}), stop at step {stop_step}", logf)
+    profiler = StepProfiler(args.profile_steps, step + 20, dev, logf)
     if step >= stop_step:
         reason = "max steps" if step >= max_steps else "stop step"
     while reason is None:
@@ -585,6 +621,7 @@ def _train_loop(args, tcfg, cfg, model, opt, sp, tok_bytes, train, val, dev, npa
             lr = lr_at(step, tcfg, rewarm_from)
             for g in opt.param_groups:
                 g["lr"] = lr
+            profiler.before(step)
             loss = train_loss(model, batch, tcfg, dev, step_rng, ctc_head, lattice)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -595,6 +632,7 @@ def _train_loop(args, tcfg, cfg, model, opt, sp, tok_bytes, train, val, dev, npa
             else:
                 skipped += 1
                 log(f"step {step}: non-finite loss {lf} / grad norm {gnf}, update skipped", logf)
+            profiler.after(step)
             batch_pos += 1
             nb = int(batch["audio_len"].numel())
             win["loss"] += lf if math.isfinite(lf) else 0.0
