@@ -40,6 +40,7 @@ std::vector<PieceSchedule::Stretch> PieceSchedule::finish(size_t begin, std::vec
     Stretch stretch{f, {}};
     while (s.emitted < s.count && s.done[s.emitted]) {
       const Unit& u = units_[s.first + s.emitted];
+      asr::clamp_to_piece(*s.done[s.emitted]);
       asr::append_piece(stretch.words, std::move(*s.done[s.emitted]),
                         static_cast<double>(u.span.begin) / sample_rate_, frame_seconds_);
       s.done[s.emitted].reset();

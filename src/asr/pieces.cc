@@ -1,5 +1,6 @@
 #include "steno/asr/pieces.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -48,6 +49,16 @@ bool is_silent(std::span<const float> pcm) {
   for (const float x : pcm)
     if (std::abs(x) >= 1e-3f) return false;
   return true;
+}
+
+void clamp_to_piece(Transcript& piece) {
+  const double end = piece.audio_seconds;
+  if (end <= 0) return;  // the length is not known
+  for (std::vector<TimedText>* items : {&piece.words, &piece.segments})
+    for (TimedText& t : *items) {
+      t.end = std::min(t.end, end);
+      t.start = std::min(t.start, t.end);
+    }
 }
 
 void append_piece(Transcript& whole, Transcript piece, double offset_seconds, double frame_seconds) {

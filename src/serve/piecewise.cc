@@ -102,6 +102,7 @@ class PiecewiseRun : public std::enable_shared_from_this<PiecewiseRun> {
       while (!failure_ && emitted_ < pieces_.size() && done_[emitted_]) {
         asr::Transcript stretch;
         const double offset = static_cast<double>(pieces_[emitted_].begin) / kPcmSampleRate;
+        asr::clamp_to_piece(*done_[emitted_]);
         asr::append_piece(stretch, std::move(*done_[emitted_]), offset, 0);
         done_[emitted_].reset();
         ++emitted_;

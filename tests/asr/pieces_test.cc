@@ -102,5 +102,30 @@ TEST(Pieces, TranscriptsJoinOnTheRecordingsTimeline) {
   EXPECT_EQ(unknown_frames.words.size(), 2u);
 }
 
+// The encoder's last frame may reach past a piece's audio; the next piece starts exactly at its end, so a piece's
+// words end by then (measured: a word of the espeak-ng set ran 3 ms into the next piece's first one).
+TEST(Pieces, APiecesWordsEndByItsEnd) {
+  Transcript piece;
+  piece.text = "one two";
+  piece.words = {{"one", 0.5, 1.0}, {"two", 9.94, 10.02}};
+  piece.segments = {{"one two", 0.5, 10.02}};
+  piece.audio_seconds = 10.0;
+  clamp_to_piece(piece);
+  EXPECT_DOUBLE_EQ(piece.words[0].end, 1.0);  // inside: unchanged
+  EXPECT_DOUBLE_EQ(piece.words[1].start, 9.94);
+  EXPECT_DOUBLE_EQ(piece.words[1].end, 10.0);
+  EXPECT_DOUBLE_EQ(piece.segments[0].end, 10.0);
+  Transcript late;  // a word that starts after the end too: an empty span at the end
+  late.words = {{"three", 10.01, 10.05}};
+  late.audio_seconds = 10.0;
+  clamp_to_piece(late);
+  EXPECT_DOUBLE_EQ(late.words[0].start, 10.0);
+  EXPECT_DOUBLE_EQ(late.words[0].end, 10.0);
+  Transcript unknown;  // no length: nothing to clamp to
+  unknown.words = {{"four", 1.0, 2.0}};
+  clamp_to_piece(unknown);
+  EXPECT_DOUBLE_EQ(unknown.words[0].end, 2.0);
+}
+
 }  // namespace
 }  // namespace steno::asr

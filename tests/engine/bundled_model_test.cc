@@ -22,14 +22,14 @@ namespace {
 namespace fs = std::filesystem;
 
 // Measured for the committed model with this test's own computation (see the README's "Bundled model").
-constexpr double kEspeakWer = 0.0798;
+constexpr double kEspeakWer = 0.0988;
 constexpr double kFliteWer = 0.1923;
 constexpr double kFestivalWer = 0.1835;
 
 struct SetResult {
   std::map<std::string, std::string> hypotheses;  // audio_filepath -> text
   asr::WordErrors errors;
-  std::map<std::string, asr::WordErrors> by_voice;  // the manifest's "voice" -> its clips' errors
+  std::map<std::string, asr::WordErrors> by_voice;  // the manifest's "voice", variant dropped -> its clips' errors
 };
 
 std::string run_capture(const std::string& cmd, int* exit_code) {
@@ -69,7 +69,8 @@ SetResult transcribe_set(const std::string& name) {
     r.hypotheses[rel] = hyp;
     const asr::WordErrors clip = asr::word_errors(e["text"].get<std::string>(), hyp);
     r.errors += clip;
-    r.by_voice[e["voice"].get<std::string>()] += clip;
+    const std::string voice = e["voice"].get<std::string>();
+    r.by_voice[voice.substr(0, voice.find('+'))] += clip;  // espeak-ng's base voice; flite's and festival's voice
   }
   return r;
 }
@@ -97,17 +98,16 @@ void expect_set_within_bar(const std::string& name, int min_words, double bar) {
   std::printf("[ measured ] %s WER %.2f %% (%d errors / %d words: %d sub, %d del, %d ins)\n", name.c_str(),
               100 * r.errors.rate(), r.errors.errors(), r.errors.reference_words, r.errors.substitutions,
               r.errors.deletions, r.errors.insertions);
-  // espeak-ng's voices are many base + variant pairs, each with a clip or two: only flite's and festival's are
-  // worth a line each (their held-out voice beside the trained ones).
-  if (name != "espeak")
-    for (const auto& [voice, e] : r.by_voice)
-      std::printf("[ measured ]   %s: WER %.2f %% (%d errors / %d words)\n", voice.c_str(), 100 * e.rate(),
-                  e.errors(), e.reference_words);
+  // A line a voice: the held-out ones beside the trained ones (espeak-ng's by base voice: its variants have a
+  // clip or two each).
+  for (const auto& [voice, e] : r.by_voice)
+    std::printf("[ measured ]   %s: WER %.2f %% (%d errors / %d words)\n", voice.c_str(), 100 * e.rate(), e.errors(),
+                e.reference_words);
   EXPECT_GT(r.errors.reference_words, min_words);
   EXPECT_LE(r.errors.rate(), bar + 0.01);
 }
 
-TEST(BundledModel, EspeakTestSetWerAndReferenceTranscripts) { expect_set_within_bar("espeak", 150, kEspeakWer); }
+TEST(BundledModel, EspeakTestSetWerAndReferenceTranscripts) { expect_set_within_bar("espeak", 400, kEspeakWer); }
 
 // flite's held-out voice is awb (Scottish English).
 TEST(BundledModel, FliteTestSetWerAndReferenceTranscripts) { expect_set_within_bar("flite", 200, kFliteWer); }

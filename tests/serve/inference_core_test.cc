@@ -101,7 +101,7 @@ std::shared_ptr<const asr::AsrModel> InferenceCoreTest::model_;
 std::vector<Clip> InferenceCoreTest::clips_;
 
 TEST_F(InferenceCoreTest, ConcurrentRequestsAreEachAnsweredOnceWithTheCliTranscriptInRealBatches) {
-  ASSERT_EQ(clips_.size(), 40u);
+  ASSERT_EQ(clips_.size(), 80u);  // the espeak-ng test set
   BatcherConfig batcher;
   batcher.max_batch_size = 8;
   batcher.max_queue_delay = 20ms;

@@ -12,7 +12,7 @@ PY=${PYTHON:-/usr/bin/python3}
 COMMON="--corpus $CORPUS --seed 1 --format flac --in-vocab --min-words 3 --balance-sources
         --sources fortune,wn-ex,wn-def,gen --jobs 2"
 rm -rf "$DEST/espeak" "$DEST/flite" "$DEST/festival"
-$PY "$ROOT/tools/data/make_dataset.py" $COMMON --split test --count 40 --max-words 7 --out "$DEST/espeak"
+$PY "$ROOT/tools/data/make_dataset.py" $COMMON --split test --count 80 --max-words 7 --out "$DEST/espeak"
 $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split flite-test --count 80 --min-words 2 --max-words 4 --out "$DEST/flite"
 $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split festival-test --count 80 --max-words 7 --out "$DEST/festival"
 # The PyTorch reference's transcripts with the bundled model, which tests/engine/bundled_model_test.cc holds the

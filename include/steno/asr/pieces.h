@@ -27,6 +27,11 @@ std::vector<AudioPiece> cut_into_pieces(std::span<const float> pcm, int sample_r
 // not transcribed at all, where a model may say a word or two into digital silence.
 bool is_silent(std::span<const float> pcm);
 
+// A piece's words and segments made to end by the piece's end (`audio_seconds`): the encoder's last frame may
+// reach up to a frame past the audio, and the next piece starts exactly there, so without this a piece's last
+// word could overlap the next piece's first one on the recording's timeline.
+void clamp_to_piece(Transcript& piece);
+
 // Appends a piece's transcript, whose times start at the piece's start, to `whole`: times moved by
 // `offset_seconds`, token frames by the whole frames of it (dropped when `frame_seconds` is 0: not known), text
 // joined with a space. `whole.audio_seconds` grows by the piece's.

@@ -233,8 +233,10 @@ TEST_P(BundledCudaTest, TranscriptsEqualTheCpuEngines) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   const DType dtype = GetParam();
   const BundledRun run = run_bundled({dtype});
-  EXPECT_EQ(run.compared, 120);  // 40 espeak-ng + 80 flite clips
-  EXPECT_GE(run.equal, run.compared - (dtype == DType::kF32 ? 0 : dtype == DType::kF16 ? 2 : 4));
+  EXPECT_EQ(run.compared, 160);  // 80 espeak-ng + 80 flite clips
+  // f16 and bf16 round differently from the CPU's f32: a near tie may go the other way in one clip of 60 (f16) or
+  // 30 (bf16); those clips are printed.
+  EXPECT_GE(run.equal, run.compared - (dtype == DType::kF32 ? 0 : run.compared / (dtype == DType::kF16 ? 60 : 30)));
   EXPECT_LE(run.cuda_errors.rate(), run.cpu_errors.rate() + (dtype == DType::kF32 ? 0.0 : 0.005));
 }
 
@@ -246,7 +248,7 @@ TEST(BundledCudaFp8, WordErrorRateWithinAThirdOfAPointOfBf16) {
   if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   if (!gpu_has_fp8()) GTEST_SKIP() << "the GPU has no FP8";
   const BundledRun bf16 = run_bundled({DType::kBF16}), fp8 = run_bundled(kFp8);
-  EXPECT_EQ(fp8.compared, 120);
+  EXPECT_EQ(fp8.compared, 160);
   EXPECT_LE(fp8.cuda_all.rate(), bf16.cuda_all.rate() + 0.003);
 }
 
