@@ -17,9 +17,10 @@ default espeak:1 is the first bundled model's recipe, utterance for utterance. T
 (awb held out) and two of festival's (ked_diphone held out), so each synthesizer keeps a voice for its test set.
 --channel-aug (train) also passes a share of the clips through what uploads go through: a telephone band (300-3400
 Hz at 8 kHz, half of them mu-law), or an MP3 or Opus encode and decode (lame, opusenc/opusdec).
---voice-aug (train) makes more voices of the few flite and festival have: 70 % of the clips of a voice that takes
+--voice-aug (train) makes more voices of the few the synthesizers have: 70 % of the clips of a voice that takes
 an intonation target (flite kal, kal16, slt; festival kal_diphone) get a mean pitch of 75-240 Hz, and 80 % of all
-clips a speed perturbation of 0.85-1.18 (formants and pitch scaled together, as a longer or shorter vocal tract).
+clips a speed perturbation of 0.85-1.18 (formants and pitch scaled together, as a longer or shorter vocal tract),
+and 40 % of the espeak-ng clips a synthetic accent (a training base voice with phoneme shifts and formant scales).
 
 Everything an utterance gets (sentence, voice, rate, pitch, augmentation) is drawn from a generator seeded by
 (seed, split, index), so utterance i is the same whatever --jobs is and whether the run was resumed. A run writes
@@ -33,6 +34,7 @@ in index order, with audio_filepath relative to OUT (NeMo resolves relative path
 """
 
 import argparse
+import contextlib
 import json
 import lzma
 import multiprocessing as mp
@@ -80,6 +82,16 @@ PITCH = (30, 70)    # espeak -p, 0..99
 # the pitch (flite's kal, kal16, slt and the held-out awb honour int_f0_target_mean; rms and the HTS voice do not;
 # festival's diphone voices take int_lr_params), and a wider speed perturbation scales formants and pitch together
 # (the vocal tract length) for every family.
+# --voice-aug, espeak-ng: synthetic accents, 40 % of its clips. A training base voice's own file (its phoneme
+# table, dictionary rules, stress) plus one to three phoneme shifts of the kind espeak-ng's own English accents
+# are made of ("replace" rules: vowel and consonant swaps), and formant scales. The held-out accents' own rules
+# (West Midlands h-dropping) are not among them, and their phoneme tables are never used.
+ACCENT_SHIFTS = [("aI", "OI"), ("aI", "A:"), ("eI", "aI"), ("eI", "E"), ("oU", "O:"), ("oU", "aU"), ("aU", "a"),
+                 ("i:", "I"), ("I", "i:"), ("E", "a"), ("a", "E"), ("a", "A:"), ("A:", "a"), ("V", "U"), ("V", "0"),
+                 ("u:", "U"), ("U", "u:"), ("O:", "oU"), ("0", "A:"), ("3:", "E"), ("D", "d"), ("T", "t"),
+                 ("N", "n")]
+BASE_VOICE_FILES = {"en": "gmw/en", "en-us": "gmw/en-US", "en-gb-scotland": "gmw/en-GB-scotland",
+                    "en-gb-x-gbclan": "gmw/en-GB-x-gbclan", "en-gb-x-rp": "gmw/en-GB-x-rp", "en-029": "gmw/en-029"}
 F0_VOICES = {"flite": {"kal", "kal16", "slt", "awb"}, "festival": {"kal_diphone", "ked_diphone"}}
 F0_MEAN_HZ = (75.0, 240.0)    # drawn log-uniform
 F0_STD_OF_MEAN = (0.08, 0.25)
@@ -223,6 +235,12 @@ def plan(split, index, seed, pool, augment, mix=(("espeak", 1.0),), channel=Fals
                 p["f0"] = {"mean": round(mean, 1), "std": round(mean * r.uniform(*F0_STD_OF_MEAN), 1)}
             if r.random() < 0.8:
                 aug["speed"] = round(r.uniform(*VOICE_SPEED), 3)
+            if synth == "espeak" and r.random() < 0.4:
+                shifts = {}
+                for a, b in r.sample(ACCENT_SHIFTS, r.randint(1, 3)):
+                    shifts.setdefault(a, b)  # one replacement a phoneme
+                p["accent"] = {"shifts": sorted(shifts.items()),
+                               "formants": [[k, r.randint(90, 110)] for k in (1, 2, 3) if r.random() < 0.5]}
     p["aug"] = aug
     return p
 
@@ -251,9 +269,58 @@ def parse_wav(data):
     raise ValueError("no data chunk")
 
 
-def synth_espeak(p, espeak):
-    cmd = [espeak, "--stdout", "-v", p["voice"], "-s", str(p["rate"]), "-p", str(p["pitch"]), "-g", str(p["gap"]),
-           p["speak"]]
+class EspeakAccents:
+    """Synthetic accents for espeak-ng: a private copy of its data folder (symbolic links, made on first use, one
+    per worker process, under `scratch`) with one more voice file, rewritten for every clip that has an accent."""
+
+    NAME = "steno-accent"
+
+    def __init__(self, espeak, scratch=None):
+        self.espeak, self.scratch, self.root = espeak, scratch, None
+
+    def _data(self):
+        if self.root is None:
+            out = subprocess.run([self.espeak, "--version"], stdout=subprocess.PIPE, check=True).stdout.decode()
+            data = out.split("Data at:")[-1].strip()
+            if not os.path.isdir(os.path.join(data, "lang")):
+                raise OSError("espeak-ng's data folder %r has no lang/" % data)
+            self.root = tempfile.mkdtemp(prefix="espeak-accents-", dir=self.scratch)
+            # Real folders with linked files: espeak-ng walks lang/ to find voices by name.
+            subprocess.run(["cp", "-rs", data, os.path.join(self.root, "espeak-ng-data")], check=True)
+            os.makedirs(os.path.join(self.root, "espeak-ng-data", "lang", "steno"))
+            self.data = data
+        return self.root
+
+    def voice(self, base, accent):
+        """-> (espeak-ng arguments that select the data copy, the voice name to use instead of `base`)."""
+        root = self._data()
+        with open(os.path.join(self.data, "lang", BASE_VOICE_FILES[base])) as fh:
+            own = [ln for ln in fh.read().splitlines()
+                   if ln.split()[:1] not in (["name"], ["language"], ["maintainer"], ["status"])]
+        lines = ["name %s" % self.NAME, "language %s" % self.NAME, "dictionary en"]
+        if not any(ln.split()[:1] == ["phonemes"] for ln in own):
+            lines.append("phonemes en")  # the base's table came from its language name
+        lines += own + ["replace 00 %s %s" % (a, b) for a, b in accent["shifts"]]
+        lines += ["formant %d %d 100 100" % (k, f) for k, f in accent["formants"]]
+        with open(os.path.join(root, "espeak-ng-data", "lang", "steno", self.NAME), "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+        return ["--path=" + root], self.NAME
+
+    def close(self):
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
+            self.root = None
+
+
+def synth_espeak(p, espeak, accents=None):
+    """accents: an EspeakAccents, needed for a plan with an "accent"."""
+    voice, extra = p["voice"], []
+    if "accent" in p:
+        base, _, variant = voice.partition("+")
+        extra, name = accents.voice(base, p["accent"])
+        voice = name + ("+" + variant if variant else "")
+    cmd = [espeak] + extra + ["--stdout", "-v", voice, "-s", str(p["rate"]), "-p", str(p["pitch"]), "-g",
+                              str(p["gap"]), p["speak"]]
     out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True).stdout
     return parse_wav(out)
 
@@ -478,7 +545,7 @@ def apply_channel(y, ch):
 
 def synthesize(p, tools):
     if p["synth"] == "espeak":
-        return synth_espeak(p, tools["espeak"])
+        return synth_espeak(p, tools["espeak"], tools.get("accents"))
     if p["synth"] == "flite":
         return synth_flite(p, tools["flite"])
     return synth_festival(p, tools["festival"])
@@ -534,8 +601,17 @@ _G = {}
 def _init(args_dict, pool):
     _G.update(args_dict)
     _G["pool"] = pool
-    _G["tools"] = {"espeak": args_dict["espeak"], "flite": args_dict["flite"],
+    _G["tools"] = {"espeak": args_dict["espeak"], "accents": EspeakAccents(args_dict["espeak"], args_dict["scratch"]),
+                   "flite": args_dict["flite"],
                    "festival": FestivalSession(args_dict["festival"])}
+
+
+@contextlib.contextmanager
+def _removed_at_exit(path):
+    try:
+        yield
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _work(index):
@@ -567,6 +643,8 @@ def _work(index):
              "source": p["source"]}
     if p["synth"] == "espeak":
         entry["synth"] = {"rate": p["rate"], "pitch": p["pitch"], "gap": p["gap"]}
+        if "accent" in p:
+            entry["synth"]["accent"] = p["accent"]
     else:
         entry["synth"] = {"duration_stretch": p["stretch"]}
         if "f0" in p:
@@ -603,7 +681,7 @@ def main():
                     help="train: telephone band, MP3 and Opus round trips for a share of the clips (lame, opus-tools)")
     ap.add_argument("--voice-aug", action="store_true",
                     help="train: more voices from few: intonation targets for the flite and festival voices that "
-                         "take one, and a wider speed perturbation (vocal tract length)")
+                         "take one, a wider speed perturbation (vocal tract length), synthetic espeak-ng accents")
     args = ap.parse_args()
     try:
         mix = parse_mix(args.mix)
@@ -654,7 +732,10 @@ def main():
     audio_s = 0.0
     n_new = 0
     t1 = time.time()
-    with open(partial, "a") as pf:
+    # The workers' scratch (espeak-ng's data copies for synthetic accents) goes with this process: a pool's
+    # workers end without running clean-up code.
+    conf["scratch"] = tempfile.mkdtemp(prefix="make_dataset-")
+    with open(partial, "a") as pf, _removed_at_exit(conf["scratch"]):
         ctx = mp.get_context("fork")
         with ctx.Pool(args.jobs, initializer=_init, initargs=(conf, pool)) as workers:
             for res in workers.imap_unordered(_work, todo, chunksize=8):

@@ -7,6 +7,7 @@ import json
 import os
 import random
 import shutil
+import tempfile
 import sys
 import unittest
 
@@ -147,17 +148,24 @@ class Voices(unittest.TestCase):
             self.assertEqual({k: v for k, v in with_channel["aug"].items() if k != "channel"}, first["aug"])
             self.assertEqual(dict(with_channel, aug=first["aug"]), first)
 
-    def test_voice_aug_draws_a_pitch_target_and_a_wider_speed_only(self):
+    def test_voice_aug_draws_a_pitch_target_an_accent_and_a_wider_speed_only(self):
         pool = [("gen", "a b."), ("gen", "c d.")]
         mix = make_dataset.parse_mix("espeak:0.4,flite:0.3,festival:0.3")
-        targets = 0
+        targets = accents = 0
         for i in range(600):
             plain = make_dataset.plan("train", i, 1, pool, True, mix, True)
             p = make_dataset.plan("train", i, 1, pool, True, mix, True, True)
             self.assertEqual({k: v for k, v in p["aug"].items() if k != "speed"},
                              {k: v for k, v in plain["aug"].items() if k != "speed"})
-            self.assertEqual({k: v for k, v in p.items() if k not in ("aug", "f0")},
+            self.assertEqual({k: v for k, v in p.items() if k not in ("aug", "f0", "accent")},
                              {k: v for k, v in plain.items() if k != "aug"})
+            if "accent" in p:
+                accents += 1
+                self.assertEqual(p["synth"], "espeak")
+                self.assertIn(p["voice"].split("+")[0], make_dataset.BASE_VOICE_FILES)
+                froms = [a for a, _ in p["accent"]["shifts"]]
+                self.assertEqual(len(froms), len(set(froms)))  # one replacement a phoneme
+                self.assertTrue(set(map(tuple, p["accent"]["shifts"])) <= set(make_dataset.ACCENT_SHIFTS))
             if p["aug"].get("speed") != plain["aug"].get("speed"):
                 lo, hi = make_dataset.VOICE_SPEED
                 self.assertTrue(lo <= p["aug"]["speed"] <= hi, p["aug"])
@@ -167,6 +175,11 @@ class Voices(unittest.TestCase):
                 lo, hi = make_dataset.F0_MEAN_HZ
                 self.assertTrue(lo <= p["f0"]["mean"] <= hi and 0 < p["f0"]["std"] < 0.26 * p["f0"]["mean"], p)
         self.assertTrue(100 < targets < 300, targets)  # 0.7 of the clips of kal, kal16, slt and kal_diphone
+        self.assertTrue(60 < accents < 140, accents)  # 0.4 of espeak-ng's 0.4
+
+    def test_synthetic_accents_build_on_training_bases_only(self):
+        self.assertEqual(set(make_dataset.BASE_VOICE_FILES), set(make_dataset.ESPEAK_BASES_TRAIN))
+        self.assertNotIn(("h", "NULL"), make_dataset.ACCENT_SHIFTS)  # the held-out West Midlands accent's rule
 
     def test_test_splits_ignore_the_mix(self):
         pool = [("gen", "one two three.")]
@@ -271,6 +284,26 @@ class Audio(unittest.TestCase):
                 self.assertTrue(np.array_equal(make_dataset.render(p, tools), own), voice)  # the target was reset
         finally:
             session.close()
+
+    @unittest.skipIf(shutil.which("espeak-ng") is None, "espeak-ng not installed")
+    def test_a_synthetic_accent_changes_the_speech_and_only_it(self):
+        p = {"synth": "espeak", "voice": "en-gb-x-rp+m2", "rate": 170, "pitch": 50, "gap": 0, "aug": {},
+             "speak": "the baby weighed nine pounds on a fine day."}
+        accent = {"shifts": [["aI", "OI"], ["eI", "aI"]], "formants": [[1, 95]]}
+        scratch = tempfile.mkdtemp()
+        try:
+            accents = make_dataset.EspeakAccents("espeak-ng", scratch)
+            tools = {"espeak": "espeak-ng", "accents": accents}
+            plain = make_dataset.render(p, tools)
+            spoken = make_dataset.render(dict(p, accent=accent), tools)
+            self.assertFalse(np.array_equal(plain, spoken))
+            self.assertTrue(np.array_equal(make_dataset.render(p, tools), plain))  # the accent file did not leak
+            again = make_dataset.render(dict(p, accent=accent), {"espeak": "espeak-ng",
+                                                                 "accents": make_dataset.EspeakAccents("espeak-ng")})
+            self.assertTrue(np.array_equal(again, spoken))
+            accents.close()
+        finally:
+            shutil.rmtree(scratch)
 
     @unittest.skipIf(not all(shutil.which(p) for p in ("lame", "opusenc", "opusdec")), "lame/opus-tools missing")
     def test_codec_round_trips_keep_the_speech_band(self):
