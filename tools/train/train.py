@@ -7,10 +7,10 @@
 
 Features are computed on the training device with steno_ref's front end, i.e. exactly the inference front end
 (plus NeMo's training dither), then SpecAugment. The encoder and joint run under bf16 autocast on CUDA, the
-prediction LSTM and the loss in fp32 (the loss recursion in fp64). Batches are bucketed by duration. Every random
-draw of step s (dropout, dither, SpecAugment, the omega branch) comes from generators seeded by (seed, s), and the
-epoch's batches from (seed, epoch), so --resume continues exactly where the checkpoint left off (bit-exact on CPU
-with --optim-state fp32).
+prediction LSTM and the loss in fp32 (the loss recursion in fp64; in f32 with the CUDA lattice, --lattice-lib).
+Batches are bucketed by duration. Every random draw of step s (dropout, dither, SpecAugment, the omega branch)
+comes from generators seeded by (seed, s), and the epoch's batches from (seed, epoch), so --resume continues
+exactly where the checkpoint left off (bit-exact on CPU with --optim-state fp32).
 
 OUTDIR gets last.pt (or last.pt.000, .001, ... with --split-mb), train.log and metrics.jsonl. The checkpoint is
 written every save_every steps, at the end, on SIGTERM/SIGINT, and before --time-budget-s runs out (the budget
