@@ -49,7 +49,7 @@ if [ "${proto:-0}" = 1 ]; then  # the KServe messages, generated as the build do
   mkdir -p "$out/proto"
   protoc -Iproto --cpp_out="$out/proto" proto/grpc_service.proto
 fi
-clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc -I"$out/proto" \
+clang++ -std=c++20 -O1 -gline-tables-only -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc -I"$out/proto" \
   "fuzz/${target}_fuzz.cc" "${sources[@]}" -lfmt -lz "${libs[@]}" -o "$out/${target}_fuzz"
 corpus=fuzz/corpus/$target
 mkdir -p "$corpus" "$out/new-$target"
