@@ -277,6 +277,7 @@ class EspeakAccents:
 
     def __init__(self, espeak, scratch=None):
         self.espeak, self.scratch, self.root = espeak, scratch, None
+        self.own = {}  # base voice -> the lines of its file that an accent keeps (read once)
 
     def _data(self):
         if self.root is None:
@@ -294,9 +295,11 @@ class EspeakAccents:
     def voice(self, base, accent):
         """-> (espeak-ng arguments that select the data copy, the voice name to use instead of `base`)."""
         root = self._data()
-        with open(os.path.join(self.data, "lang", BASE_VOICE_FILES[base])) as fh:
-            own = [ln for ln in fh.read().splitlines()
-                   if ln.split()[:1] not in (["name"], ["language"], ["maintainer"], ["status"])]
+        if base not in self.own:
+            with open(os.path.join(self.data, "lang", BASE_VOICE_FILES[base])) as fh:
+                self.own[base] = [ln for ln in fh.read().splitlines()
+                                  if ln.split()[:1] not in (["name"], ["language"], ["maintainer"], ["status"])]
+        own = self.own[base]
         lines = ["name %s" % self.NAME, "language %s" % self.NAME, "dictionary en"]
         if not any(ln.split()[:1] == ["phonemes"] for ln in own):
             lines.append("phonemes en")  # the base's table came from its language name

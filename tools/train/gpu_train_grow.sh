@@ -71,11 +71,12 @@ synth_pid=$!
 init=(--tokenizer build-data/tokenizer/tokenizer.model)
 [ -n "${INIT_MODEL:-}" ] && init=(--init-model "$INIT_MODEL")
 rm -f "$out/DONE"
+batches='/tmp/data/train[0-9]*/manifest.jsonl'  # every finished batch: those there now, and those to come
 have=()
-for m in /tmp/data/train[0-9]*/manifest.jsonl; do have+=(--train-manifest "$m"); done
+for m in $batches; do have+=(--train-manifest "$m"); done
 log "training on $(( ${#have[@]} / 2 )) batch(es), $(left) s left"
 python3 tools/train/train.py --config tools/train/configs/small.yaml "${init[@]}" "${have[@]}" \
-  --more-manifests '/tmp/data/train[0-9]*/manifest.jsonl' --val-manifest /tmp/data/dev/manifest.jsonl \
+  --more-manifests "$batches" --val-manifest /tmp/data/dev/manifest.jsonl \
   --resume --out "$out" --time-budget-s "$(( $(left) - 5 ))" --max-steps "$max_steps" --split-mb 15 "$@" || true
 # A batch still being made is stopped with its worker processes (killing the subshell alone would orphan them).
 kill "$synth_pid" 2>/dev/null || true

@@ -99,7 +99,7 @@ def check(lattice, device="cuda", seed=0):
     """Kernel vs the float64 PyTorch lattice on random scores, both branches; returns a list of failures."""
     g = torch.Generator().manual_seed(seed)
     failures = []
-    B, T, U, D = 6, 37, 9, 5
+    B, T, U = 6, 37, 9
     cases = [("tdt", [0, 1, 2, 3, 4]), ("rnnt", [0, 1]), ("tdt-no-zero", [1, 2, 4])]
     for name, durs in cases:
         D = len(durs)
