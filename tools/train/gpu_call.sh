@@ -9,6 +9,8 @@
 #
 # OUT is $OUT (the run's folder); batches of BATCH_UTTERANCES (default 20000); the environment is
 # gpu_train_grow.sh's. DEADLINE_S is the training job's; the call takes ~30 s more (the lattice, the snapshot).
+# A call brings back at most 8 files and OUT/NAME holds 8 (the model's 3, the logs' 5): whatever else the same
+# call writes to OUT must be one archive, or the model is what stays behind.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 name=$1 deadline=$2 max_steps=$3
