@@ -86,8 +86,9 @@ class FilterbankFeatures(nn.Module):
         n = torch.div(lengths + 2 * (self.n_fft // 2) - self.n_fft, self.hop_length, rounding_mode="floor")
         return n + 1 if self.version == "2.4" else n
 
-    def forward(self, x, lengths):
-        """x: [B, L] float32 (zero padded), lengths: [B] int64 -> (features [B, n_mels, F], valid lengths [B])."""
+    def forward(self, x, lengths, fb=None):
+        """x: [B, L] float32 (zero padded), lengths: [B] int64 -> (features [B, n_mels, F], valid lengths [B]).
+        fb: a filterbank per utterance [B, n_mels, n_fft/2+1] in place of the model's (training's VTLP only)."""
         x = x.float()
         n_valid = self.seq_len(lengths)
         if self.preemph is not None:
@@ -102,7 +103,7 @@ class FilterbankFeatures(nn.Module):
         mag = torch.sqrt(spec.pow(2).sum(-1))  # guard is 0 at inference
         if self.mag_power != 1.0:
             mag = mag.pow(self.mag_power)
-        mel = torch.matmul(self.fb.to(mag.dtype), mag)
+        mel = torch.matmul((self.fb if fb is None else fb).to(mag.dtype), mag)
         mel = torch.log(mel + self.log_guard)
         if self.normalize == "per_feature":
             mel = normalize_per_feature(mel, n_valid)

@@ -28,8 +28,8 @@ class AudioToMelSpectrogramPreprocessor(nn.Module):
         super().__init__()
         self.featurizer = FilterbankFeatures(pcfg)
 
-    def forward(self, audio, lengths):
-        return self.featurizer(audio, lengths)
+    def forward(self, audio, lengths, fb=None):
+        return self.featurizer(audio, lengths, fb)
 
 
 class ConvSubsampling(nn.Module):

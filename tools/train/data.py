@@ -1,6 +1,8 @@
 """Training data: NeMo-style JSONL manifests, 16 kHz int16 mono WAVs (stdlib `wave` + numpy), SentencePiece
 token ids, batches bucketed by duration, and either in-RAM audio (preload) or a DataLoader with workers."""
+import functools
 import json
+import math
 import os
 import queue
 import re
@@ -114,17 +116,24 @@ class Corpus:
         return self.audio[i] if self.audio is not None else read_wav(self.entries[i]["audio"])
 
 
-def make_batches(durations, batch_seconds, max_batch, seed, epoch, jitter=0.15):
+def round_up(x, multiple):
+    """x rounded up to a multiple of `multiple` (multiple <= 0: x itself)."""
+    return x if multiple <= 0 else math.ceil(x / multiple - 1e-9) * multiple
+
+
+def make_batches(durations, batch_seconds, max_batch, seed, epoch, jitter=0.15, quantum=0.0):
     """Duration-bucketed batches for one epoch: utterances sorted by (jittered) duration, cut so that
     batch size x longest duration <= batch_seconds (padded audio seconds) and size <= max_batch, batch order
-    shuffled. Deterministic in (seed, epoch)."""
+    shuffled. Deterministic in (seed, epoch). quantum > 0: durations count rounded up to a multiple of quantum
+    seconds, as collate pads them, so that a batch's size follows from its padded length and the same shapes
+    come back step after step."""
     rng = np.random.RandomState((seed * 1000003 + epoch) % (2 ** 32))
     n = len(durations)
     keys = durations * (1.0 + rng.uniform(-jitter, jitter, n))
     order = np.argsort(keys, kind="stable")
     batches, cur, longest = [], [], 0.0
     for i in order:
-        d = float(durations[i])
+        d = round_up(float(durations[i]), quantum)
         new_longest = max(longest, d)
         if cur and ((len(cur) + 1) * new_longest > batch_seconds or len(cur) >= max_batch):
             batches.append(cur)
@@ -137,18 +146,22 @@ def make_batches(durations, batch_seconds, max_batch, seed, epoch, jitter=0.15):
     return [batches[k] for k in perm]
 
 
-def collate(items, pad_id=0):
-    """items: list of (int16 audio, token ids) -> dict of CPU tensors (audio stays int16)."""
+def collate(items, pad_id=0, audio_multiple=0, label_multiple=0):
+    """items: list of (int16 audio, token ids) -> dict of CPU tensors (audio stays int16). The audio is padded
+    to a multiple of audio_multiple samples and the labels to one of label_multiple tokens (0: to the longest):
+    few distinct shapes let cuDNN and the allocator reuse what they worked out for a shape before (the padding
+    is masked by the lengths, as the padding to the longest is)."""
     B = len(items)
     alen = torch.tensor([len(a) for a, _ in items], dtype=torch.long)
     ulen = torch.tensor([len(y) for _, y in items], dtype=torch.long)
-    audio = np.zeros((B, int(alen.max())), dtype=np.int16)
-    labels = np.full((B, max(1, int(ulen.max()))), pad_id, dtype=np.int64)
+    audio = np.zeros((B, round_up(int(alen.max()), audio_multiple)), dtype=np.int16)
+    width = int(ulen.max()) if label_multiple <= 0 else round_up(max(1, int(ulen.max())), label_multiple)
+    labels = np.full((B, max(1, width)), pad_id, dtype=np.int64)
     for b, (a, y) in enumerate(items):
         audio[b, :len(a)] = a
         labels[b, :len(y)] = y
     return {"audio": torch.from_numpy(audio), "audio_len": alen,
-            "labels": torch.from_numpy(labels)[:, :int(ulen.max())], "label_len": ulen}
+            "labels": torch.from_numpy(labels)[:, :width], "label_len": ulen}
 
 
 class _UttDataset(torch.utils.data.Dataset):
@@ -162,21 +175,22 @@ class _UttDataset(torch.utils.data.Dataset):
         return self.corpus.get_audio(i), self.corpus.ids[i]
 
 
-def iterate_batches(corpus, batches, workers=0, pin=False, prefetch=2):
+def iterate_batches(corpus, batches, workers=0, pin=False, prefetch=2, audio_multiple=0, label_multiple=0):
     """Yields (batch position, collated batch). In-RAM audio or workers == 0: collated (and pinned) by a thread
     `prefetch` batches ahead of the consumer, so that the padding copy overlaps the training step instead of
     following it (the step ends with a synchronising read of the loss); otherwise a DataLoader whose workers read
-    the WAVs."""
+    the WAVs. audio_multiple, label_multiple: collate's."""
+    pad = functools.partial(collate, audio_multiple=audio_multiple, label_multiple=label_multiple)
     if corpus.audio is not None or workers <= 0:
         def collated():
             for k, b in enumerate(batches):
-                out = collate([(corpus.get_audio(i), corpus.ids[i]) for i in b])
+                out = pad([(corpus.get_audio(i), corpus.ids[i]) for i in b])
                 if pin:
                     out = {k2: v.pin_memory() for k2, v in out.items()}
                 yield k, out
         yield from (_ahead(collated(), prefetch) if prefetch > 0 else collated())
         return
-    dl = torch.utils.data.DataLoader(_UttDataset(corpus), batch_sampler=batches, collate_fn=collate,
+    dl = torch.utils.data.DataLoader(_UttDataset(corpus), batch_sampler=batches, collate_fn=pad,
                                      num_workers=workers, pin_memory=pin, prefetch_factor=4)
     for k, out in enumerate(dl):
         yield k, out

@@ -6,7 +6,9 @@
       [--resume [CKPT]] [--time-budget-s 480] [--split-mb 15] [--max-steps N] [...]
 
 Features are computed on the training device with steno_ref's front end, i.e. exactly the inference front end
-(plus NeMo's training dither), then SpecAugment. The encoder and joint run under bf16 autocast on CUDA, the
+(plus NeMo's training dither, and with --vtlp V a mel filterbank warped by a factor in [1 - V, 1 + V] per
+utterance), then SpecAugment. --shape-quantum S --label-quantum K pad batches to multiples of S seconds and K
+tokens (few distinct shapes: a step on the GPU is host-bound, and repeated shapes are cheaper to launch). The encoder and joint run under bf16 autocast on CUDA, the
 prediction LSTM and the loss in fp32 (the loss recursion in fp64; in f32 with the CUDA lattice, --lattice-lib).
 Batches are bucketed by duration. Every random draw of step s (dropout, dither, SpecAugment, the omega branch)
 comes from generators seeded by (seed, s), and the epoch's batches from (seed, epoch), so --resume continues
@@ -52,13 +54,13 @@ TRAIN_DEFAULTS = {
     "reduction": "mean_volume", "dither": 1e-5,
     "spec_augment": {"freq_masks": 2, "freq_width": 10, "time_masks": 2, "time_width": 0.05},
     "log_every": 50, "eval_every": 1000, "save_every": 1000, "val_max_utts": 300, "optim_state": "int8",
-    "rewarm_steps": 200, "ctc_weight": 0.3,
+    "rewarm_steps": 200, "ctc_weight": 0.3, "shape_quantum": 0.0, "label_quantum": 0, "vtlp": 0.0,
 }
 # CLI flag -> train config key (None = not given: keep the config's / checkpoint's value)
 OVERRIDES = ["seed", "lr", "min_lr", "sched", "warmup_steps", "max_steps", "weight_decay", "grad_clip",
              "batch_seconds", "max_batch", "max_duration", "min_duration", "amp", "joint_chunk", "sigma", "omega",
              "reduction", "dither", "log_every", "eval_every", "save_every", "val_max_utts", "optim_state",
-             "rewarm_steps", "ctc_weight"]
+             "rewarm_steps", "ctc_weight", "shape_quantum", "label_quantum", "vtlp"]
 
 
 def log(msg, logf=None):
@@ -158,6 +160,26 @@ def spec_augment(feats, flen, sa):
     return feats.masked_fill(mask, 0.0)
 
 
+def vtlp_filterbanks(fb, alphas):
+    """Vocal tract length perturbation (Jaitly & Hinton, 2013) as one mel filterbank per utterance: fb [1, M, K]
+    (mel bands x FFT bins) and warp factors alphas [B] -> [B, M, K], each reading the spectrum with its frequency
+    axis stretched by alpha: f -> alpha * f up to a knee at 80 % of the band, then a straight line to Nyquist so
+    that the band stays whole. alpha > 1 moves the formants up (a shorter vocal tract), < 1 down; 1 is fb itself.
+    Pitch and speaking rate stay as they are, which is what the speed perturbation cannot do."""
+    K = fb.shape[-1]
+    k = torch.arange(K, dtype=torch.float32, device=fb.device).unsqueeze(0)  # output bins [1, K]
+    a = alphas.to(device=fb.device, dtype=torch.float32).unsqueeze(1)  # [B, 1]
+    knee = 0.8 * (K - 1)
+    below = k / a
+    above = knee / a + (K - 1 - knee / a) * (k - knee) / (K - 1 - knee)
+    src = torch.where(k <= knee, below, above).clamp(0, K - 1)  # the source bin each output bin reads [B, K]
+    lo = src.floor().long().clamp(max=K - 2)
+    w = (src - lo.float()).unsqueeze(-1)
+    # interp [B, K(out), K(src)]: linear interpolation between the two source bins around src
+    interp = (1 - w) * F.one_hot(lo, K).float() + w * F.one_hot(lo + 1, K).float()
+    return torch.matmul(fb.float(), interp)  # mel = fb @ (interp @ mag): [B, M, K(src)]
+
+
 def train_loss(model, batch, tcfg, dev, step_rng, ctc_head=None, lattice=None):
     """One batch -> (loss, number of utterances). Randomness: torch's global RNG (seeded per step by the caller)
     and step_rng (the omega draw). lattice: tdt_loss_from_logprobs' (None: the PyTorch lattice)."""
@@ -170,7 +192,12 @@ def train_loss(model, batch, tcfg, dev, step_rng, ctc_head=None, lattice=None):
     with torch.no_grad():
         if tcfg["dither"] > 0:
             audio = audio + tcfg["dither"] * torch.randn_like(audio)
-        feats, flen = model.preprocessor(audio, alen)
+        fb = None
+        v = float(tcfg.get("vtlp", 0.0) or 0.0)
+        if v > 0:  # one warp factor per utterance, uniform in [1 - v, 1 + v]
+            alphas = 1.0 + v * (2.0 * torch.rand(audio.shape[0], device=dev) - 1.0)
+            fb = vtlp_filterbanks(model.preprocessor.featurizer.fb, alphas)
+        feats, flen = model.preprocessor(audio, alen, fb=fb)
         feats = spec_augment(feats, flen, tcfg["spec_augment"])
     nd = len(model.durations)
     with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=amp):
@@ -325,7 +352,7 @@ def parse_args(argv=None):
     for k in OVERRIDES:
         typ = str if k in ("sched", "amp", "reduction", "optim_state") else (
             int if k in ("seed", "warmup_steps", "max_steps", "max_batch", "joint_chunk", "log_every", "eval_every",
-                         "save_every", "val_max_utts", "rewarm_steps") else float)
+                         "save_every", "val_max_utts", "rewarm_steps", "label_quantum") else float)
         ap.add_argument("--" + k.replace("_", "-"), type=typ, default=None)
     return ap.parse_args(argv)
 
@@ -611,10 +638,14 @@ def _train_loop(args, tcfg, cfg, model, opt, sp, tok_bytes, train, val, dev, npa
     if step >= stop_step:
         reason = "max steps" if step >= max_steps else "stop step"
     while reason is None:
-        batches = make_batches(train.durations, tcfg["batch_seconds"], tcfg["max_batch"], tcfg["seed"], epoch)
+        quantum = float(tcfg.get("shape_quantum", 0.0) or 0.0)
+        batches = make_batches(train.durations, tcfg["batch_seconds"], tcfg["max_batch"], tcfg["seed"], epoch,
+                               quantum=quantum)
         if batch_pos == 0:
             log(f"epoch {epoch}: {len(batches)} batches", logf)
-        for k, batch in iterate_batches(train, batches[batch_pos:], workers, pin):
+        for k, batch in iterate_batches(train, batches[batch_pos:], workers, pin,
+                                        audio_multiple=int(round(quantum * 16000)),
+                                        label_multiple=int(tcfg.get("label_quantum", 0) or 0)):
             t_step = time.time()
             step += 1
             step_rng = seed_step(tcfg["seed"], step)
