@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Word error rates of ASR model directories on sets of held-out clips, transcribed by the C++ engine as a user
+runs it (`steno transcribe`), per set, per voice and in all: to choose between training checkpoints on a
+validation set made like the test set (tools/data/make_testset.sh with TESTSET_DEST, TESTSET_SEED=2), so that
+the committed test set is not what the choice is made on.
+
+  /usr/bin/python3 tools/train/eval_heldout.py [--steno build/apps/steno/steno] \\
+      [--exclude-sentences-of tests/data/testset] SETS_DIR MODEL_DIR...
+
+SETS_DIR holds one folder per set (espeak, flite, festival), each with manifest.jsonl. Clips whose sentence is in
+the same set of --exclude-sentences-of are left out (a validation set drawn from the test set's sentence split
+repeats some of its sentences). The normalisation is the C++ test's (src/asr/wer.cc): lower case, letters,
+digits, apostrophes and non-ASCII kept, everything else a word break. Voices group as the C++ test groups them
+(espeak-ng by base voice, the others by voice).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def normalize(text):
+    out = []
+    for ch in text:
+        keep = ord(ch) >= 0x80 or ch.isascii() and (ch.isalnum() or ch == "'")
+        out.append((ch.lower() if ch.isascii() else ch) if keep else " ")  # wer.cc lowers ASCII only
+    return " ".join("".join(out).split())
+
+
+def word_errors(ref, hyp):
+    """Edit distance between word lists (substitutions, deletions and insertions all cost 1)."""
+    prev = list(range(len(hyp) + 1))
+    for i in range(1, len(ref) + 1):
+        cur = [i] + [0] * len(hyp)
+        for j in range(1, len(hyp) + 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ref[i - 1] != hyp[j - 1]))
+        prev = cur
+    return prev[-1]
+
+
+def read_manifest(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def voice_group(voice):
+    return voice.split("+")[0]
+
+
+def transcribe(steno, model, files):
+    """steno transcribe -f json over the files, in one process -> {file: text}."""
+    run = subprocess.run([steno, "--log-level", "error", "transcribe", "-m", model, "-f", "json"] + files,
+                         capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"eval_heldout: {steno} transcribe -m {model} failed ({run.returncode}): {run.stderr.strip()}")
+    out = run.stdout
+    return {r["file"]: r["text"] for r in json.loads(out)["files"]}
+
+
+def evaluate(steno, model, sets):
+    """sets: {name: [(audio path, reference text, voice)]} -> {name: {group: [errors, words]}} (group '' = all)."""
+    result = {}
+    for name, clips in sets.items():
+        texts = transcribe(steno, model, [c[0] for c in clips])
+        tally = {"": [0, 0]}
+        for path, ref, voice in clips:
+            r, h = normalize(ref).split(), normalize(texts[path]).split()
+            e = word_errors(r, h)
+            for g in ("", voice_group(voice)):
+                t = tally.setdefault(g, [0, 0])
+                t[0] += e
+                t[1] += len(r)
+        result[name] = tally
+    return result
+
+
+def load_sets(sets_dir, exclude_dir):
+    sets = {}
+    if not os.path.isdir(sets_dir):
+        sys.exit(f"eval_heldout: no folder {sets_dir}")
+    for name in sorted(os.listdir(sets_dir)):
+        manifest = os.path.join(sets_dir, name, "manifest.jsonl")
+        if not os.path.isfile(manifest):
+            continue
+        seen = set()
+        other = os.path.join(exclude_dir, name, "manifest.jsonl") if exclude_dir else ""
+        if other and os.path.isfile(other):
+            seen = {normalize(r["text"]) for r in read_manifest(other)}
+        clips = [(os.path.join(sets_dir, name, r["audio_filepath"]), r["text"], r.get("voice", "?"))
+                 for r in read_manifest(manifest) if normalize(r["text"]) not in seen]
+        if clips:
+            sets[name] = clips
+    return sets
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("sets_dir")
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--steno", default=os.path.join(ROOT, "build", "apps", "steno", "steno"))
+    ap.add_argument("--exclude-sentences-of", default=os.path.join(ROOT, "tests", "data", "testset"),
+                    metavar="DIR", help="leave out clips whose sentence is in this set's manifests ('' for none)")
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    args = ap.parse_args(argv)
+    sets = load_sets(args.sets_dir, args.exclude_sentences_of)
+    if not sets:
+        sys.exit(f"eval_heldout: no set with a manifest.jsonl in {args.sets_dir}")
+    for name, clips in sets.items():
+        print(f"{name}: {len(clips)} clips")
+    report = {}
+    for model in args.models:
+        res = evaluate(args.steno, model, sets)
+        report[model] = res
+        total = [sum(t[""][0] for t in res.values()), sum(t[""][1] for t in res.values())]
+        cells = [f"{n} {100.0 * t[''][0] / max(1, t[''][1]):.2f} % ({t[''][0]}/{t[''][1]})" for n, t in res.items()]
+        print(f"{model}: " + ", ".join(cells) + f"; errors in all {total[0]} of {total[1]} words")
+        for n, t in res.items():
+            groups = sorted(g for g in t if g)
+            print("    " + n + ": " + ", ".join(f"{g} {100.0 * t[g][0] / max(1, t[g][1]):.1f} %" for g in groups))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
