@@ -8,11 +8,12 @@
 Features are computed on the training device with steno_ref's front end, i.e. exactly the inference front end
 (plus NeMo's training dither, and with --vtlp V a mel filterbank warped by a factor in [1 - V, 1 + V] per
 utterance), then SpecAugment. --shape-quantum S --label-quantum K pad batches to multiples of S seconds and K
-tokens (few distinct shapes: a step on the GPU is host-bound, and repeated shapes are cheaper to launch). The encoder and joint run under bf16 autocast on CUDA, the
-prediction LSTM and the loss in fp32 (the loss recursion in fp64; in f32 with the CUDA lattice, --lattice-lib).
-Batches are bucketed by duration. Every random draw of step s (dropout, dither, SpecAugment, the omega branch)
-comes from generators seeded by (seed, s), and the epoch's batches from (seed, epoch), so --resume continues
-exactly where the checkpoint left off (bit-exact on CPU with --optim-state fp32).
+tokens: few distinct shapes, so that cuDNN's per-shape set-up is reused (a step on the GPU is host-bound). The
+encoder and joint run under bf16 autocast on CUDA, the prediction LSTM and the loss in fp32 (the loss recursion
+in fp64; in f32 with the CUDA lattice, --lattice-lib). Batches are bucketed by duration. Every random draw of
+step s (dropout, dither, VTLP, SpecAugment, the omega branch) comes from generators seeded by (seed, s), and the
+epoch's batches from (seed, epoch), so --resume continues exactly where the checkpoint left off (bit-exact on CPU
+with --optim-state fp32).
 
 OUTDIR gets last.pt (or last.pt.000, .001, ... with --split-mb), train.log and metrics.jsonl. The checkpoint is
 written every save_every steps, at the end, on SIGTERM/SIGINT, and before --time-budget-s runs out (the budget
@@ -487,6 +488,8 @@ def main(argv=None):
             fm, fw, tm, tw = args.spec_augment.split(",")
             tcfg["spec_augment"] = {"freq_masks": int(fm), "freq_width": int(fw), "time_masks": int(tm),
                                     "time_width": float(tw)}
+    if not 0.0 <= float(tcfg.get("vtlp", 0.0) or 0.0) <= 0.2:
+        raise SystemExit("--vtlp must be in [0, 0.2] (warp factors below 0.8 would fold the band's top over)")
     sp = spm.SentencePieceProcessor(model_proto=tok_bytes)
     if cfg is None:
         cfg = build_model_cfg(file_cfg["model"], sp, args.name)
