@@ -87,6 +87,10 @@ std::vector<uint8_t> make_wav_f32(const WavSpec& spec, const std::vector<float>&
   return make_wav(s, payload);
 }
 
+std::vector<uint8_t> one_second_wav() {
+  return make_wav_i16({.channels = 1, .sample_rate = 16000}, tone_i16(440, 1.0, 16000, 1, 0.5));
+}
+
 std::vector<int16_t> tone_i16(double freq, double seconds, int rate, int channels, double amplitude,
                               bool invert_second_channel) {
   const auto frames = static_cast<size_t>(std::llround(seconds * rate));

@@ -39,6 +39,8 @@ std::vector<uint8_t> make_wav_f32(const WavSpec& spec, const std::vector<float>&
 // amplitude * sin(2 pi freq t) for `seconds`, as int16, every channel equal (or channel 1 inverted when asked).
 std::vector<int16_t> tone_i16(double freq, double seconds, int rate, int channels, double amplitude,
                               bool invert_second_channel = false);
+// One second of a 440 Hz tone as a 16 kHz mono 16-bit WAV file's bytes.
+std::vector<uint8_t> one_second_wav();
 
 std::vector<uint8_t> read_bytes(const std::string& path);
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);

@@ -16,6 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 using testing::make_wav;
 using testing::make_wav_i16;
+using testing::one_second_wav;
 
 // Runs `f`, expecting a steno::Error with `code` whose message contains `substring`.
 void expect_error(const std::function<void()>& f, ErrorCode code, const std::string& substring) {
@@ -31,10 +32,6 @@ void expect_error(const std::function<void()>& f, ErrorCode code, const std::str
 void expect_decode_error(const std::vector<uint8_t>& bytes, ErrorCode code, const std::string& substring,
                          const AudioLimits& limits = {}) {
   expect_error([&] { decode_audio(bytes, limits); }, code, substring);
-}
-
-std::vector<uint8_t> one_second_wav() {
-  return make_wav_i16({.channels = 1, .sample_rate = 16000}, testing::tone_i16(440, 1.0, 16000, 1, 0.5));
 }
 
 TEST(DecodeErrors, EmptyInput) {

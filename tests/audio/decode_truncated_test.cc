@@ -18,16 +18,13 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::make_wav;
 using testing::make_wav_i16;
+using testing::one_second_wav;
 
 // Lossy decoders finish their last frame with the next one's overlap, and the resampler flushes its filter: the
 // last 100 ms before a cut may differ from the whole file's decode. Before that, the same packets decode to the
 // same samples; the tolerance only absorbs float rounding.
 constexpr double kLossyMarginS = 0.1;
 constexpr double kLossyTolerance = 1e-5;
-
-std::vector<uint8_t> one_second_wav() {
-  return make_wav_i16({.channels = 1, .sample_rate = 16000}, testing::tone_i16(440, 1.0, 16000, 1, 0.5));
-}
 
 void set_u32le(std::vector<uint8_t>& b, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i) b[at + static_cast<size_t>(i)] = static_cast<uint8_t>(v >> (8 * i));

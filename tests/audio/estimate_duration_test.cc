@@ -13,7 +13,7 @@
 namespace steno::audio {
 namespace {
 
-constexpr double kSeconds = 30.0;
+constexpr double kLongToneSeconds = 30.0;
 constexpr size_t kPrefix = 64 * 1024;
 
 static_assert(noexcept(estimate_duration_s(std::span<const uint8_t>(), 0)));
@@ -24,8 +24,8 @@ std::optional<DurationEstimate> estimate_prefix(const std::vector<uint8_t>& file
 
 // 30 s of a 44.1 kHz stereo tone in deterministic noise: encoders spend a steady bitrate on it, as on speech, so a
 // prefix's bitrate is the file's.
-std::vector<int16_t> noisy_tone() {
-  std::vector<int16_t> pcm = testing::tone_i16(300, kSeconds, 44100, 2, 0.3);
+std::vector<int16_t> long_noisy_tone() {
+  std::vector<int16_t> pcm = testing::tone_i16(300, kLongToneSeconds, 44100, 2, 0.3);
   uint32_t state = 7;
   for (int16_t& s : pcm) {
     state = state * 1664525u + 1013904223u;
@@ -39,7 +39,7 @@ class EstimateDuration : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = std::make_unique<testing::TempDir>();
     testing::write_bytes(dir_->file("n.wav"), testing::make_wav_i16({.channels = 2, .sample_rate = 44100},
-                                                                    noisy_tone()));
+                                                                    long_noisy_tone()));
     // n.mp3 has LAME's Info tag (a frame count); n_cbr.mp3 is bare constant-bitrate frames.
     errors_ = testing::encode_all(*dir_, "n") +
               testing::run_tool("lame", "lame --quiet -t -b 128 " + dir_->file("n.wav") + " " +
@@ -62,7 +62,7 @@ TEST_F(EstimateDuration, ExactFromTheHeaderIn64KiB) {
     const auto e = estimate_prefix(file, kPrefix);
     ASSERT_TRUE(e.has_value());
     EXPECT_TRUE(e->exact);
-    EXPECT_NEAR(e->seconds, kSeconds, 1e-9);
+    EXPECT_NEAR(e->seconds, kLongToneSeconds, 1e-9);
     EXPECT_NEAR(e->seconds, decode_audio(file).duration_s(), 1.0 / kSampleRate);
   }
 }
@@ -76,9 +76,9 @@ TEST_F(EstimateDuration, WithinTenPercentWhenExtrapolated) {
     const auto e = estimate_prefix(file, kPrefix);
     ASSERT_TRUE(e.has_value());
     EXPECT_FALSE(e->exact);
-    EXPECT_NEAR(e->seconds, kSeconds, 0.1 * kSeconds);
+    EXPECT_NEAR(e->seconds, kLongToneSeconds, 0.1 * kLongToneSeconds);
     std::printf("[ estimate ] %s: %.2f s from the first 64 KiB of %zu bytes (true %.2f s)\n", name, e->seconds,
-                file.size(), kSeconds);
+                file.size(), kLongToneSeconds);
   }
 }
 
@@ -92,8 +92,8 @@ TEST_F(EstimateDuration, VorbisHeadersAloneGiveTheNominalBitrate) {
   const auto e = estimate_prefix(file, headers_end);
   ASSERT_TRUE(e.has_value());
   EXPECT_FALSE(e->exact);
-  EXPECT_NEAR(e->seconds, kSeconds, 0.25 * kSeconds);
-  std::printf("[ estimate ] n.ogg headers only: %.2f s (true %.2f s)\n", e->seconds, kSeconds);
+  EXPECT_NEAR(e->seconds, kLongToneSeconds, 0.25 * kLongToneSeconds);
+  std::printf("[ estimate ] n.ogg headers only: %.2f s (true %.2f s)\n", e->seconds, kLongToneSeconds);
 }
 
 TEST_F(EstimateDuration, FlacWithoutATotalIsDecodedAndExtrapolated) {
@@ -105,8 +105,8 @@ TEST_F(EstimateDuration, FlacWithoutATotalIsDecodedAndExtrapolated) {
   const auto e = estimate_prefix(file, kPrefix);
   ASSERT_TRUE(e.has_value());
   EXPECT_FALSE(e->exact);
-  EXPECT_NEAR(e->seconds, kSeconds, 0.1 * kSeconds);
-  std::printf("[ estimate ] n.flac without a total: %.2f s from 64 KiB (true %.2f s)\n", e->seconds, kSeconds);
+  EXPECT_NEAR(e->seconds, kLongToneSeconds, 0.1 * kLongToneSeconds);
+  std::printf("[ estimate ] n.flac without a total: %.2f s from 64 KiB (true %.2f s)\n", e->seconds, kLongToneSeconds);
 }
 
 TEST(EstimateDurationHeaders, AHeaderAloneAndTheSizeOfTheUpload) {
@@ -164,7 +164,7 @@ TEST_F(EstimateDuration, EveryShortPrefixAndCorruptionIsSafe) {
       ++values;
       ASSERT_TRUE(std::isfinite(e->seconds) && e->seconds >= 0) << n << " bytes: " << e->seconds;
       if (e->exact) {
-        ASSERT_NEAR(e->seconds, kSeconds, 1e-9) << n << " bytes";
+        ASSERT_NEAR(e->seconds, kLongToneSeconds, 1e-9) << n << " bytes";
       }
     }
     EXPECT_FALSE(estimate_prefix(file, 3).has_value());  // not even an MP3 frame header

@@ -16,10 +16,7 @@ namespace steno::audio {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::vector<uint8_t> one_second_wav() {
-  return testing::make_wav_i16({.channels = 1, .sample_rate = 16000}, testing::tone_i16(440, 1.0, 16000, 1, 0.5));
-}
+using testing::one_second_wav;
 
 // Writes `bytes` into the FIFO at `path` from another thread (opening a FIFO blocks until both ends are open).
 std::thread feed_fifo(const std::string& path, std::vector<uint8_t> bytes) {

@@ -14,6 +14,7 @@
 #include "cli_util.h"
 #include "serve_process.h"
 #include "golden.h"
+#include "sortformer_testdata.h"
 #include "steno/diar/diarize.h"
 #include "steno/diar/segments.h"
 
@@ -22,7 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kPrepared = fs::path(STENO_BINARY_DIR) / "testdata";
+using diar::testdata::kPrepared;
 const fs::path kRef = fs::path(STENO_TEST_DATA) / "sortformer-tiny";
 
 std::string steno(const std::string& args, int* code) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "golden.h"
+#include "sortformer_testdata.h"
 #include "steno/diar/segments.h"
 #include "steno/diar/sortformer_model.h"
 #include "steno/diar/sortformer_weights.h"
@@ -18,8 +19,8 @@ namespace fs = std::filesystem;
 using testing::GoldenSet;
 using testing::relative_max_error;
 
-constexpr double kTolerance = 1e-4;
-const fs::path kPrepared = fs::path(STENO_BINARY_DIR) / "testdata";
+using testdata::kPrepared;
+using testdata::kTolerance;
 
 // [B, T, C] (steno, time-major) item b's first `frames` rows.
 std::vector<float> rows(const Tensor& t, int64_t b, int64_t frames) {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "golden.h"
+#include "sortformer_testdata.h"
 #include "steno/core/error.h"
 #include "steno/diar/streaming.h"
 
@@ -22,8 +23,8 @@ namespace fs = std::filesystem;
 using testing::GoldenSet;
 using testing::relative_max_error;
 
-constexpr double kTolerance = 1e-4;  // as the offline fidelity test: relative to the reference's largest value
-const fs::path kPrepared = fs::path(STENO_BINARY_DIR) / "testdata";
+using testdata::kPrepared;
+using testdata::kTolerance;
 const char* const kStreamingFields[] = {"chunk_len",    "chunk_left_context",     "chunk_right_context",
                                         "fifo_len",     "spkcache_update_period", "spkcache_len",
                                         "spkcache_sil_frames_per_spk"};

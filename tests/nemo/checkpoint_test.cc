@@ -19,9 +19,9 @@ namespace steno::nemo {
 namespace {
 
 using testing::bytes_of;
-const std::string& kDir = testing::kPickles;
+using testing::kPickles;
 
-std::string refusal(const std::vector<uint8_t>& archive) {
+std::string checkpoint_refusal(const std::vector<uint8_t>& archive) {
   return testing::refusal([](const std::vector<uint8_t>& a) { read_checkpoint(a); }, archive);
 }
 
@@ -49,9 +49,9 @@ double element(const CheckpointTensor& t, int64_t flat) {
 }
 
 TEST(Checkpoint, EveryTensorOfATorchSaveCheckpointAsTorchReadsIt) {
-  const std::vector<uint8_t> archive = bytes_of(kDir + "made.ckpt");
+  const std::vector<uint8_t> archive = bytes_of(kPickles + "made.ckpt");
   const std::vector<CheckpointTensor> tensors = read_checkpoint(archive);
-  std::ifstream in(kDir + "made-values.json");
+  std::ifstream in(kPickles + "made-values.json");
   const nlohmann::json want = nlohmann::json::parse(in);
   ASSERT_EQ(tensors.size(), want.size());
   for (size_t k = 0; k < tensors.size(); ++k) {
@@ -70,9 +70,9 @@ TEST(Checkpoint, EveryTensorOfATorchSaveCheckpointAsTorchReadsIt) {
 }
 
 TEST(Checkpoint, ATruncatedArchiveIsRefused) {
-  const std::vector<uint8_t> whole = bytes_of(kDir + "made.ckpt");
+  const std::vector<uint8_t> whole = bytes_of(kPickles + "made.ckpt");
   for (size_t n = 0; n < whole.size(); n += 37) {
-    const std::string why = refusal({whole.begin(), whole.begin() + static_cast<ptrdiff_t>(n)});
+    const std::string why = checkpoint_refusal({whole.begin(), whole.begin() + static_cast<ptrdiff_t>(n)});
     EXPECT_NE(why.find("checkpoint archive"), std::string::npos) << "cut to " << n << " bytes: " << why;
   }
 }
@@ -91,7 +91,7 @@ size_t central_entry(const std::vector<uint8_t>& z, const std::string& name) {
 }
 
 TEST(Checkpoint, DamageIsRefusedWithItsReason) {
-  const std::vector<uint8_t> whole = bytes_of(kDir + "made.ckpt");
+  const std::vector<uint8_t> whole = bytes_of(kPickles + "made.ckpt");
   const std::vector<ZipEntry> entries = read_stored_zip(whole);
   const ZipEntry* storage = nullptr;
   for (const ZipEntry& e : entries)
@@ -101,18 +101,22 @@ TEST(Checkpoint, DamageIsRefusedWithItsReason) {
 
   std::vector<uint8_t> flipped = whole;
   flipped[static_cast<size_t>(storage->data.data() - whole.data())] ^= 0x40;
-  EXPECT_NE(refusal(flipped).find("entry '" + name + "' is corrupt: CRC-32"), std::string::npos) << refusal(flipped);
+  EXPECT_NE(checkpoint_refusal(flipped).find("entry '" + name + "' is corrupt: CRC-32"), std::string::npos)
+      << checkpoint_refusal(flipped);
   EXPECT_EQ(read_stored_zip(flipped, false).size(), entries.size()) << "without the CRC check it reads";
 
   std::vector<uint8_t> deflated = whole;
   deflated[central_entry(deflated, name) + 10] = 8;  // method: deflate
-  EXPECT_NE(refusal(deflated).find("is compressed (method 8)"), std::string::npos) << refusal(deflated);
+  EXPECT_NE(checkpoint_refusal(deflated).find("is compressed (method 8)"), std::string::npos)
+      << checkpoint_refusal(deflated);
 
   std::vector<uint8_t> renamed = whole;
   renamed[central_entry(renamed, name) + 46 + name.size() - 1] = 'X';  // .../data/0 -> .../data/X
-  EXPECT_NE(refusal(renamed).find("lives in storage '0', which it lacks"), std::string::npos) << refusal(renamed);
+  EXPECT_NE(checkpoint_refusal(renamed).find("lives in storage '0', which it lacks"), std::string::npos)
+      << checkpoint_refusal(renamed);
 
-  EXPECT_NE(refusal(std::vector<uint8_t>(100, 0)).find("no end-of-central-directory record"), std::string::npos);
+  EXPECT_NE(checkpoint_refusal(std::vector<uint8_t>(100, 0)).find("no end-of-central-directory record"),
+            std::string::npos);
 }
 
 }  // namespace

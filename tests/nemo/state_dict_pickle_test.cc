@@ -17,18 +17,18 @@ namespace steno::nemo {
 namespace {
 
 using testing::bytes_of;
-const std::string& kDir = testing::kPickles;
+using testing::kPickles;
 
 std::vector<uint8_t> bytes_of_string(const std::string& s) { return {s.begin(), s.end()}; }
 
 // The message of the Error that reading `pkl` throws ("" when it does not throw).
-std::string refusal(const std::vector<uint8_t>& pkl) { return testing::refusal(read_state_dict_pickle, pkl); }
+std::string pickle_refusal(const std::vector<uint8_t>& pkl) { return testing::refusal(read_state_dict_pickle, pkl); }
 
 class RealPickles : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(RealPickles, ReadAsPythonReadsThem) {
-  const std::vector<TensorRef> got = read_state_dict_pickle(bytes_of(kDir + GetParam() + ".pkl"));
-  std::ifstream in(kDir + GetParam() + ".json");
+  const std::vector<TensorRef> got = read_state_dict_pickle(bytes_of(kPickles + GetParam() + ".pkl"));
+  std::ifstream in(kPickles + GetParam() + ".json");
   const nlohmann::json want = nlohmann::json::parse(in);
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < got.size(); ++k) {
@@ -50,24 +50,24 @@ INSTANTIATE_TEST_SUITE_P(Checkpoints, RealPickles, ::testing::Values("nemo-tiny"
 TEST(StateDictPickle, CodeToRunIsRefusedNamingIt) {
   // pickle.dumps of an object whose __reduce__ is (os.system, ("ls",)), protocol 2.
   const std::string system = std::string("\x80\x02" "cposix\nsystem\nq\x00X\x02\x00\x00\x00lsq\x01\x85q\x02Rq\x03.", 34);
-  EXPECT_NE(refusal(bytes_of_string(system)).find("'posix.system'"), std::string::npos);
+  EXPECT_NE(pickle_refusal(bytes_of_string(system)).find("'posix.system'"), std::string::npos);
   const std::string eval = std::string("\x80\x02" "cbuiltins\neval\nX\x04\x00\x00\x001+1q\x85R.", 31);
-  EXPECT_NE(refusal(bytes_of_string(eval)).find("'builtins.eval'"), std::string::npos);
+  EXPECT_NE(pickle_refusal(bytes_of_string(eval)).find("'builtins.eval'"), std::string::npos);
   // Protocol 4's STACK_GLOBAL is checked the same way.
   const std::string stack_global = std::string("\x80\x04\x8c\x02os\x8c\x06system\x93)R.", 16);
-  EXPECT_NE(refusal(bytes_of_string(stack_global)).find("'os.system'"), std::string::npos);
+  EXPECT_NE(pickle_refusal(bytes_of_string(stack_global)).find("'os.system'"), std::string::npos);
 }
 
 TEST(StateDictPickle, OpcodesAStateDictNeverUsesAreRefused) {
   // INST (a class instantiated by name) and NEWOBJ.
-  EXPECT_NE(refusal(bytes_of_string("\x80\x02(iposix\nsystem\n.")).find("opcode 0x69"), std::string::npos);
-  EXPECT_NE(refusal(bytes_of_string(std::string("\x80\x02)\x81.", 5))).find("opcode 0x81"), std::string::npos);
+  EXPECT_NE(pickle_refusal(bytes_of_string("\x80\x02(iposix\nsystem\n.")).find("opcode 0x69"), std::string::npos);
+  EXPECT_NE(pickle_refusal(bytes_of_string(std::string("\x80\x02)\x81.", 5))).find("opcode 0x81"), std::string::npos);
 }
 
 TEST(StateDictPickle, EveryTruncationIsAClearError) {
-  const std::vector<uint8_t> whole = bytes_of(kDir + "made.pkl");
+  const std::vector<uint8_t> whole = bytes_of(kPickles + "made.pkl");
   for (size_t n = 0; n < whole.size(); ++n) {
-    const std::string why = refusal({whole.begin(), whole.begin() + static_cast<ptrdiff_t>(n)});
+    const std::string why = pickle_refusal({whole.begin(), whole.begin() + static_cast<ptrdiff_t>(n)});
     EXPECT_FALSE(why.empty()) << "a pickle cut to " << n << " bytes was read";
   }
 }
@@ -105,30 +105,32 @@ TEST(StateDictPickle, ATensorPastItsStorageIsRefused) {
   EXPECT_EQ(fits[0].name, "w");
   EXPECT_EQ(fits[0].shape, (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(fits[0].stride, (std::vector<int64_t>{3, 1}));
-  EXPECT_NE(refusal(tensor_of(1, 2, 3)).find("reaches element 6 of storage '0', which holds 6"), std::string::npos);
-  EXPECT_NE(refusal(tensor_of(0, 3, 3)).find("reaches element 8"), std::string::npos);
+  EXPECT_NE(pickle_refusal(tensor_of(1, 2, 3)).find("reaches element 6 of storage '0', which holds 6"),
+            std::string::npos);
+  EXPECT_NE(pickle_refusal(tensor_of(0, 3, 3)).find("reaches element 8"), std::string::npos);
 }
 
 TEST(StateDictPickle, WhatIsNotAStateDictOfTensorsIsRefused) {
-  EXPECT_NE(refusal(pickle("]")).find("holds a list, not a state dict"), std::string::npos);
-  EXPECT_NE(refusal(pickle(std::string("}").append(str("a")).append(int1(1)).append("s"))).find("'a' is a int, not"),
+  EXPECT_NE(pickle_refusal(pickle("]")).find("holds a list, not a state dict"), std::string::npos);
+  EXPECT_NE(
+      pickle_refusal(pickle(std::string("}").append(str("a")).append(int1(1)).append("s"))).find("'a' is a int, not"),
+      std::string::npos);
+  EXPECT_NE(pickle_refusal(pickle(std::string("}").append(int1(1)).append(int1(1)).append("s"))).find("key is a int"),
             std::string::npos);
-  EXPECT_NE(refusal(pickle(std::string("}").append(int1(1)).append(int1(1)).append("s"))).find("key is a int"),
+  EXPECT_NE(pickle_refusal(pickle(std::string("h") + static_cast<char>(5))).find("memo entry 5 read before"),
             std::string::npos);
-  EXPECT_NE(refusal(pickle(std::string("h") + static_cast<char>(5))).find("memo entry 5 read before"),
-            std::string::npos);
-  EXPECT_NE(refusal(pickle(int1(1).append(int1(2)))).find("left on the stack"), std::string::npos);
+  EXPECT_NE(pickle_refusal(pickle(int1(1).append(int1(2)))).find("left on the stack"), std::string::npos);
   // A storage class called, instead of named in a persistent id.
-  EXPECT_NE(refusal(pickle(glob("torch", "FloatStorage").append(")R"))).find("cannot be called here"),
+  EXPECT_NE(pickle_refusal(pickle(glob("torch", "FloatStorage").append(")R"))).find("cannot be called here"),
             std::string::npos);
   // A dict put inside itself through the memo (a cycle: no leak under the sanitizers, fuzz/run.sh), then refused.
   std::string cycle("}q");
   cycle.push_back('\0');
   cycle.append(str("self")).append("h").push_back('\0');
   cycle.append("s");
-  EXPECT_NE(refusal(pickle(cycle)).find("'self' is a dict"), std::string::npos);
+  EXPECT_NE(pickle_refusal(pickle(cycle)).find("'self' is a dict"), std::string::npos);
   // A length far past the end (a 4 GiB string declared in a few bytes) is truncation, not an allocation.
-  EXPECT_NE(refusal(pickle("X\xff\xff\xff\xff")).find("truncated"), std::string::npos);
+  EXPECT_NE(pickle_refusal(pickle("X\xff\xff\xff\xff")).find("truncated"), std::string::npos);
 }
 
 }  // namespace

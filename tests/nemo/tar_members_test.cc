@@ -20,7 +20,7 @@ namespace {
 
 using testing::bytes_of;
 
-std::string refusal(const std::vector<uint8_t>& tar) { return testing::refusal(read_tar, tar); }
+std::string tar_refusal(const std::vector<uint8_t>& tar) { return testing::refusal(read_tar, tar); }
 
 TEST(TarMembers, TheReferenceNemoFileReadInPlaceDownToItsTensors) {
   const std::vector<uint8_t> nemo = bytes_of(std::string(STENO_TEST_DATA) + "/nemo-tiny/model.nemo");
@@ -88,17 +88,17 @@ TEST(TarMembers, ArchivesThatMustNotBeTrustedAreRefused) {
   EXPECT_EQ(fine[0].name, "dir/file.txt");
   EXPECT_EQ(std::string(fine[0].data.begin(), fine[0].data.end()), "hello");
 
-  EXPECT_NE(refusal(tar_of("../etc/passwd", '0', "x")).find("names a parent folder"), std::string::npos);
-  EXPECT_NE(refusal(tar_of("a/../../b", '0', "x")).find("names a parent folder"), std::string::npos);
-  EXPECT_NE(refusal(tar_of("/etc/passwd", '0', "x")).find("absolute name"), std::string::npos);
-  EXPECT_NE(refusal(tar_of("model_weights.ckpt", '2', "", "/etc/shadow")).find("symbolic link: refused"),
+  EXPECT_NE(tar_refusal(tar_of("../etc/passwd", '0', "x")).find("names a parent folder"), std::string::npos);
+  EXPECT_NE(tar_refusal(tar_of("a/../../b", '0', "x")).find("names a parent folder"), std::string::npos);
+  EXPECT_NE(tar_refusal(tar_of("/etc/passwd", '0', "x")).find("absolute name"), std::string::npos);
+  EXPECT_NE(tar_refusal(tar_of("model_weights.ckpt", '2', "", "/etc/shadow")).find("symbolic link: refused"),
             std::string::npos);
-  EXPECT_NE(refusal(tar_of("x", '1', "", "y")).find("hard link"), std::string::npos);
-  EXPECT_NE(refusal(tar_of("dev", '3', "")).find("of type '3'"), std::string::npos);
+  EXPECT_NE(tar_refusal(tar_of("x", '1', "", "y")).find("hard link"), std::string::npos);
+  EXPECT_NE(tar_refusal(tar_of("dev", '3', "")).find("of type '3'"), std::string::npos);
 
   std::vector<uint8_t> sum = tar_of("file", '0', "abc");
   sum[0] = 'F';  // the name changes, the checksum does not
-  EXPECT_NE(refusal(sum).find("checksum is wrong"), std::string::npos);
+  EXPECT_NE(tar_refusal(sum).find("checksum is wrong"), std::string::npos);
 
   std::vector<uint8_t> huge = tar_of("big", '0', "");
   std::snprintf(reinterpret_cast<char*>(&huge[124]), 12, "%011lo", 077777777777ul);  // 8 GiB declared in 1.5 kB
@@ -106,11 +106,11 @@ TEST(TarMembers, ArchivesThatMustNotBeTrustedAreRefused) {
   unsigned s = 0;
   for (size_t k = 0; k < 512; ++k) s += huge[k];
   std::snprintf(reinterpret_cast<char*>(&huge[148]), 8, "%06o", s);
-  EXPECT_NE(refusal(huge).find("only 1024 follow"), std::string::npos) << refusal(huge);
+  EXPECT_NE(tar_refusal(huge).find("only 1024 follow"), std::string::npos) << tar_refusal(huge);
 
   const std::vector<uint8_t> whole = tar_of("file", '0', std::string(700, 'z'));
   for (size_t n : {0u, 100u, 511u, 600u, 1023u})
-    EXPECT_FALSE(refusal({whole.begin(), whole.begin() + static_cast<ptrdiff_t>(n)}).empty()) << n;
+    EXPECT_FALSE(tar_refusal({whole.begin(), whole.begin() + static_cast<ptrdiff_t>(n)}).empty()) << n;
 }
 
 }  // namespace

@@ -18,8 +18,8 @@ using testing::FakeClock;
 using testing::ids;
 using testing::make_request;
 
-BatcherConfig config(int max_batch, std::chrono::microseconds delay, std::vector<int> preferred = {},
-                     double waste = 0.3, size_t max_queue = 0) {
+BatcherConfig queue_config(int max_batch, std::chrono::microseconds delay, std::vector<int> preferred = {},
+                           double waste = 0.3, size_t max_queue = 0) {
   BatcherConfig c;
   c.max_batch_size = max_batch;
   c.max_queue_delay = delay;
@@ -35,7 +35,7 @@ void admit_ok(BatchQueue& q, std::unique_ptr<TranscriptionRequest> r, Clock::tim
 
 TEST(BatchQueue, ReleasesWhenTheOldestHasWaitedTheMaxQueueDelay) {
   FakeClock clock;
-  BatchQueue q(config(8, 10ms));
+  BatchQueue q(queue_config(8, 10ms));
   admit_ok(q, make_request("a", 1000), clock.now);
   clock.advance(4ms);
   admit_ok(q, make_request("b", 1000), clock.now);
@@ -56,7 +56,7 @@ TEST(BatchQueue, ReleasesWhenTheOldestHasWaitedTheMaxQueueDelay) {
 
 TEST(BatchQueue, ReleasesAtOnceAtMaxBatchSize) {
   FakeClock clock;
-  BatchQueue q(config(4, 1s));
+  BatchQueue q(queue_config(4, 1s));
   for (int i = 0; i < 3; ++i) admit_ok(q, make_request("r" + std::to_string(i), 1000), clock.now);
   EXPECT_FALSE(q.cut(clock.now));
   admit_ok(q, make_request("r3", 1000), clock.now);
@@ -70,7 +70,7 @@ TEST(BatchQueue, ReleasesAtOnceAtMaxBatchSize) {
 
 TEST(BatchQueue, ReleasesTheLargestPreferredSizeAtOnce) {
   FakeClock clock;
-  BatchQueue q(config(16, 1s, {4, 2}));
+  BatchQueue q(queue_config(16, 1s, {4, 2}));
   admit_ok(q, make_request("a", 1000), clock.now);
   EXPECT_FALSE(q.cut(clock.now));
   admit_ok(q, make_request("b", 1000), clock.now);
@@ -91,7 +91,7 @@ TEST(BatchQueue, ReleasesTheLargestPreferredSizeAtOnce) {
 
 TEST(BatchQueue, ZeroDelayBatchesWhatIsAlreadyQueued) {
   FakeClock clock;
-  BatchQueue q(config(8, 0us));
+  BatchQueue q(queue_config(8, 0us));
   admit_ok(q, make_request("a", 1000), clock.now);
   admit_ok(q, make_request("b", 1000), clock.now);
   std::optional<Batch> b = q.cut(clock.now);
@@ -101,7 +101,7 @@ TEST(BatchQueue, ZeroDelayBatchesWhatIsAlreadyQueued) {
 
 TEST(BatchQueue, FlushReleasesWithoutWaiting) {
   FakeClock clock;
-  BatchQueue q(config(8, 1s));
+  BatchQueue q(queue_config(8, 1s));
   admit_ok(q, make_request("a", 1000), clock.now);
   EXPECT_FALSE(q.cut(clock.now));
   std::optional<Batch> b = q.cut(clock.now, /*flush=*/true);
@@ -113,7 +113,7 @@ TEST(BatchQueue, FlushReleasesWithoutWaiting) {
 TEST(BatchQueue, DifferentLengthsBatchTogetherWithinThePaddingBound) {
   // The case study batched only identical lengths; here 0.8 s to 1 s clips share a batch (waste ~10 %).
   FakeClock clock;
-  BatchQueue q(config(8, 0us, {}, 0.3));
+  BatchQueue q(queue_config(8, 0us, {}, 0.3));
   const std::vector<size_t> lengths = {16000, 12800, 14400, 15200, 13600};
   for (size_t i = 0; i < lengths.size(); ++i) admit_ok(q, make_request("r" + std::to_string(i), lengths[i]), clock.now);
   std::optional<Batch> b = q.cut(clock.now);
@@ -124,7 +124,7 @@ TEST(BatchQueue, DifferentLengthsBatchTogetherWithinThePaddingBound) {
 
 TEST(BatchQueue, GroupsByLengthAndNeverExceedsThePaddingBound) {
   FakeClock clock;
-  BatchQueue q(config(8, 0us, {}, 0.2));
+  BatchQueue q(queue_config(8, 0us, {}, 0.2));
   // Long and short clips interleaved; the head (oldest) is long.
   const std::vector<std::pair<std::string, size_t>> reqs = {{"L1000", 1000}, {"S100", 100}, {"L950", 950},
                                                              {"S120", 120},   {"L990", 990}, {"S110", 110}};
@@ -143,7 +143,7 @@ TEST(BatchQueue, GroupsByLengthAndNeverExceedsThePaddingBound) {
 
 TEST(BatchQueue, ZeroWasteBoundBatchesOnlyIdenticalLengths) {
   FakeClock clock;
-  BatchQueue q(config(8, 0us, {}, 0.0));
+  BatchQueue q(queue_config(8, 0us, {}, 0.0));
   for (size_t len : {500, 501, 500, 499, 500}) admit_ok(q, make_request(std::to_string(len), len), clock.now);
   std::optional<Batch> b = q.cut(clock.now);
   ASSERT_TRUE(b);
@@ -157,7 +157,7 @@ TEST(BatchQueue, RandomQueuesRespectTheBoundAndReleaseEveryRequestOnce) {
     FakeClock clock;
     const double bound = std::uniform_real_distribution<double>(0.0, 0.6)(rng);
     const int max_batch = std::uniform_int_distribution<int>(1, 12)(rng);
-    BatchQueue q(config(max_batch, 5ms, {}, bound));
+    BatchQueue q(queue_config(max_batch, 5ms, {}, bound));
     std::map<std::string, int> seen;
     const int n = std::uniform_int_distribution<int>(1, 80)(rng);
     for (int i = 0; i < n; ++i) {
@@ -197,7 +197,7 @@ TEST(BatchQueue, EveryPrefixOfAGroupRespectsTheBound) {
 
 TEST(BatchQueue, LowerPriorityValueIsServedFirst) {
   FakeClock clock;
-  BatchQueue q(config(2, 0us));
+  BatchQueue q(queue_config(2, 0us));
   admit_ok(q, make_request("low1", 1000, 5), clock.now);
   admit_ok(q, make_request("low2", 1000, 5), clock.now);
   admit_ok(q, make_request("high", 3000, 1), clock.now);
@@ -216,7 +216,7 @@ TEST(BatchQueue, LowerPriorityValueIsServedFirst) {
 
 TEST(BatchQueue, PriorityZeroMeansTheDefaultLevel) {
   FakeClock clock;
-  BatcherConfig c = config(1, 0us);
+  BatcherConfig c = queue_config(1, 0us);
   c.default_priority_level = 5;
   BatchQueue q(c);
   admit_ok(q, make_request("behind", 1000, 9), clock.now);
@@ -230,7 +230,7 @@ TEST(BatchQueue, PriorityZeroMeansTheDefaultLevel) {
 
 TEST(BatchQueue, BetterPriorityFillsABatchBeforeNearerLengths) {
   FakeClock clock;
-  BatchQueue q(config(2, 0us));
+  BatchQueue q(queue_config(2, 0us));
   admit_ok(q, make_request("head", 1000, 1), clock.now);
   admit_ok(q, make_request("near-low", 1000, 3), clock.now);
   admit_ok(q, make_request("far-high", 800, 1), clock.now);
@@ -241,7 +241,7 @@ TEST(BatchQueue, BetterPriorityFillsABatchBeforeNearerLengths) {
 
 TEST(BatchQueue, PiecesOfLongRequestsBatchOnlyWithPieces) {
   FakeClock clock;
-  BatchQueue q(config(4, 0us));
+  BatchQueue q(queue_config(4, 0us));
   auto piece = [](const std::string& id) {
     auto r = make_request(id, 1000, 6);  // pieces queue a level behind their request (serve/piecewise.h)
     r->piece = true;
@@ -261,7 +261,7 @@ TEST(BatchQueue, PiecesOfLongRequestsBatchOnlyWithPieces) {
 
 TEST(BatchQueue, ExpiredRequestsLeaveBeforeCostingCompute) {
   FakeClock clock;
-  BatchQueue q(config(8, 10ms));
+  BatchQueue q(queue_config(8, 10ms));
   auto r = make_request("late", 1000);
   r->deadline = clock.now + 5ms;
   admit_ok(q, std::move(r), clock.now);
@@ -283,7 +283,7 @@ TEST(BatchQueue, ExpiredRequestsLeaveBeforeCostingCompute) {
 
 TEST(BatchQueue, ARequestPastItsDeadlineIsNotQueued) {
   FakeClock clock;
-  BatchQueue q(config(8, 10ms));
+  BatchQueue q(queue_config(8, 10ms));
   auto r = make_request("late", 1000);
   r->deadline = clock.now;
   std::optional<Completion> c = q.admit(std::move(r), clock.now);
@@ -294,7 +294,7 @@ TEST(BatchQueue, ARequestPastItsDeadlineIsNotQueued) {
 
 TEST(BatchQueue, CancelledRequestsAreDropped) {
   FakeClock clock;
-  BatchQueue q(config(8, 10ms));
+  BatchQueue q(queue_config(8, 10ms));
   auto a = make_request("a", 1000);
   auto flag = a->cancelled;
   admit_ok(q, std::move(a), clock.now);
@@ -316,7 +316,7 @@ TEST(BatchQueue, CancelledRequestsAreDropped) {
 
 TEST(BatchQueue, FullQueueRejectsAtOnceWithARetryHintFromTheThroughput) {
   FakeClock clock;
-  BatchQueue q(config(2, 0us, {}, 0.3, /*max_queue=*/4));
+  BatchQueue q(queue_config(2, 0us, {}, 0.3, /*max_queue=*/4));
   for (int i = 0; i < 4; ++i) admit_ok(q, make_request("a" + std::to_string(i), 1000), clock.now);
   std::optional<Completion> c = q.admit(make_request("x", 1000), clock.now);
   ASSERT_TRUE(c);
@@ -337,7 +337,7 @@ TEST(BatchQueue, FullQueueRejectsAtOnceWithARetryHintFromTheThroughput) {
 
 TEST(BatchQueue, TakeAllEmptiesTheQueue) {
   FakeClock clock;
-  BatchQueue q(config(8, 1s));
+  BatchQueue q(queue_config(8, 1s));
   admit_ok(q, make_request("a", 10), clock.now);
   admit_ok(q, make_request("b", 10), clock.now);
   EXPECT_EQ(ids(q.take_all()), (std::vector<std::string>{"a", "b"}));
@@ -345,11 +345,11 @@ TEST(BatchQueue, TakeAllEmptiesTheQueue) {
 }
 
 TEST(BatchQueue, RejectsABadConfiguration) {
-  EXPECT_THROW(BatchQueue(config(0, 0us)), Error);
-  EXPECT_THROW(BatchQueue(config(4, 0us, {8})), Error);
-  EXPECT_THROW(BatchQueue(config(4, 0us, {}, 1.5)), Error);
-  EXPECT_THROW(BatchQueue(config(4, -1us)), Error);
-  BatcherConfig no_default = config(4, 0us);
+  EXPECT_THROW(BatchQueue(queue_config(0, 0us)), Error);
+  EXPECT_THROW(BatchQueue(queue_config(4, 0us, {8})), Error);
+  EXPECT_THROW(BatchQueue(queue_config(4, 0us, {}, 1.5)), Error);
+  EXPECT_THROW(BatchQueue(queue_config(4, -1us)), Error);
+  BatcherConfig no_default = queue_config(4, 0us);
   no_default.default_priority_level = 0;
   EXPECT_THROW(BatchQueue{no_default}, Error);
 }

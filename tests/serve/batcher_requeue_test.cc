@@ -31,7 +31,7 @@ struct Completed {
   }
 };
 
-BatcherConfig config(int max_batch, std::chrono::microseconds delay) {
+BatcherConfig requeue_config(int max_batch, std::chrono::microseconds delay) {
   BatcherConfig c;
   c.max_batch_size = max_batch;
   c.max_queue_delay = delay;
@@ -41,7 +41,7 @@ BatcherConfig config(int max_batch, std::chrono::microseconds delay) {
 
 TEST(BatchQueueCap, ACappedCutIsReleasedAtTheCap) {
   FakeClock clock;
-  BatchQueue q(config(8, 1s));
+  BatchQueue q(requeue_config(8, 1s));
   for (int i = 0; i < 5; ++i) q.admit(make_request("r" + std::to_string(i), 100), clock.now);
   EXPECT_FALSE(q.cut(clock.now));  // 5 of 8, delay not reached
   std::optional<Batch> b = q.cut(clock.now, false, 2);
@@ -68,7 +68,7 @@ TEST(SplitFront, MovesTheFirstRequestsWithTheirQueueTimes) {
 
 TEST(DynamicBatcherPull, GivesUpAtItsTimeAndCapsTheBatch) {
   Completed done;
-  DynamicBatcher batcher(config(8, 10s), done.hooks());
+  DynamicBatcher batcher(requeue_config(8, 10s), done.hooks());
   const auto start = Clock::now();
   DynamicBatcher::Pull p = batcher.pull(0, start + 30ms);
   EXPECT_FALSE(p.batch);
@@ -88,7 +88,7 @@ TEST(DynamicBatcherPull, GivesUpAtItsTimeAndCapsTheBatch) {
 
 TEST(DynamicBatcherRequeue, RequeuedBatchesGoFirstSplitToTheCallersCap) {
   Completed done;
-  DynamicBatcher batcher(config(8, 0us), done.hooks());
+  DynamicBatcher batcher(requeue_config(8, 0us), done.hooks());
   batcher.submit(make_request("new", 100));
   Batch lost;
   for (int i = 0; i < 3; ++i) {
@@ -111,7 +111,7 @@ TEST(DynamicBatcherRequeue, RequeuedBatchesGoFirstSplitToTheCallersCap) {
 
 TEST(DynamicBatcherRequeue, DeadlinesAndCancellationStillApply) {
   Completed done;
-  DynamicBatcher batcher(config(8, 0us), done.hooks());
+  DynamicBatcher batcher(requeue_config(8, 0us), done.hooks());
   Batch lost;
   auto late = make_request("late", 100);
   late->deadline = Clock::now() - 1ms;
@@ -136,7 +136,7 @@ TEST(DynamicBatcherRequeue, DeadlinesAndCancellationStillApply) {
 // No executor pulls (every worker restarting): the reaper still answers a requeued request at its deadline.
 TEST(DynamicBatcherRequeue, TheReaperExpiresRequeuedRequestsWhileNoExecutorPulls) {
   Completed done;
-  DynamicBatcher batcher(config(8, 0us), done.hooks());
+  DynamicBatcher batcher(requeue_config(8, 0us), done.hooks());
   Batch lost;
   auto soon = make_request("soon", 100);
   soon->deadline = Clock::now() + 50ms;
@@ -159,7 +159,7 @@ TEST(DynamicBatcherRequeue, TheReaperExpiresRequeuedRequestsWhileNoExecutorPulls
 
 TEST(DynamicBatcherRequeue, ADrainingBatcherIsNotFinishedWhileABatchIsRequeued) {
   Completed done;
-  DynamicBatcher batcher(config(8, 0us), done.hooks());
+  DynamicBatcher batcher(requeue_config(8, 0us), done.hooks());
   batcher.shutdown();
   Batch lost;
   lost.requests.push_back(make_request("lost", 100));
@@ -174,7 +174,7 @@ TEST(DynamicBatcherRequeue, ADrainingBatcherIsNotFinishedWhileABatchIsRequeued) 
 TEST(DynamicBatcherRequeue, WhatIsLeftAtDestructionIsCompletedAsShuttingDown) {
   Completed done;
   {
-    DynamicBatcher batcher(config(8, 0us), done.hooks());
+    DynamicBatcher batcher(requeue_config(8, 0us), done.hooks());
     Batch lost;
     lost.requests.push_back(make_request("lost", 100));
     lost.enqueued.push_back(Clock::now());

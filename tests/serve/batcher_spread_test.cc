@@ -24,7 +24,7 @@ DynamicBatcher::Hooks no_hooks() {
   return {[](Completion) {}, nullptr};
 }
 
-BatcherConfig config(int max_batch, bool spread) {
+BatcherConfig spread_config(int max_batch, bool spread) {
   BatcherConfig c;
   c.max_batch_size = max_batch;
   c.max_queue_delay = std::chrono::hours(1);  // only a full batch is released
@@ -84,7 +84,7 @@ Handed collect(DynamicBatcher& b, std::vector<std::future<std::optional<Batch>>>
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wrestrict"
 Handed share_one_batch(bool spread, size_t executors, std::initializer_list<const char*> ids, size_t expect_batches) {
-  DynamicBatcher b(config(static_cast<int>(ids.size()), spread), no_hooks());
+  DynamicBatcher b(spread_config(static_cast<int>(ids.size()), spread), no_hooks());
   auto waiting = waiting_executors(b, executors);
   for (const char* id : ids) b.submit(make_request(id, 1000));
   return collect(b, waiting, expect_batches);
@@ -110,7 +110,7 @@ TEST(BatcherSpread, NoPieceIsEmptyWhenExecutorsOutnumberTheRequests) {
 }
 
 TEST(BatcherSpread, PiecesKeepNeighbouringLengthsTogether) {
-  DynamicBatcher b(config(4, true), no_hooks());
+  DynamicBatcher b(spread_config(4, true), no_hooks());
   auto executors = waiting_executors(b, 2);
   b.submit(make_request("short1", 16000));
   b.submit(make_request("long1", 160000));

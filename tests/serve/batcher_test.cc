@@ -40,7 +40,7 @@ struct Recorder {
   }
 };
 
-BatcherConfig config(int max_batch, std::chrono::microseconds delay, size_t max_queue = 0) {
+BatcherConfig batcher_config(int max_batch, std::chrono::microseconds delay, size_t max_queue = 0) {
   BatcherConfig c;
   c.max_batch_size = max_batch;
   c.max_queue_delay = delay;
@@ -59,7 +59,7 @@ std::unique_ptr<TranscriptionRequest> awaited(const std::string& id, std::future
 
 TEST(DynamicBatcher, AFullBatchIsHandedOutWithoutWaitingForTheDelay) {
   Recorder rec;
-  DynamicBatcher b(config(2, std::chrono::hours(1)), rec.hooks());
+  DynamicBatcher b(batcher_config(2, std::chrono::hours(1)), rec.hooks());
   b.submit(make_request("a", 1000));
   b.submit(make_request("b", 1000));
   std::optional<Batch> batch = b.next_batch();
@@ -72,7 +72,7 @@ TEST(DynamicBatcher, AFullBatchIsHandedOutWithoutWaitingForTheDelay) {
 
 TEST(DynamicBatcher, ShutdownFlushesTheQueueThenEnds) {
   Recorder rec;
-  DynamicBatcher b(config(2, std::chrono::hours(1)), rec.hooks());
+  DynamicBatcher b(batcher_config(2, std::chrono::hours(1)), rec.hooks());
   for (const char* id : {"a", "b", "c"}) b.submit(make_request(id, 1000));
   std::optional<Batch> first = b.next_batch();  // a and b fill a batch
   ASSERT_TRUE(first);
@@ -88,7 +88,7 @@ TEST(DynamicBatcher, ShutdownFlushesTheQueueThenEnds) {
 
 TEST(DynamicBatcher, ShutdownWakesWaitingExecutors) {
   Recorder rec;
-  DynamicBatcher b(config(8, std::chrono::hours(1)), rec.hooks());
+  DynamicBatcher b(batcher_config(8, std::chrono::hours(1)), rec.hooks());
   std::vector<std::future<bool>> waiting;
   for (int i = 0; i < 3; ++i)
     waiting.push_back(std::async(std::launch::async, [&b] { return b.next_batch().has_value(); }));
@@ -101,7 +101,7 @@ TEST(DynamicBatcher, ShutdownWakesWaitingExecutors) {
 
 TEST(DynamicBatcher, AWaitingExecutorGetsTheBatchWhenItFills) {
   Recorder rec;
-  DynamicBatcher b(config(2, std::chrono::hours(1)), rec.hooks());
+  DynamicBatcher b(batcher_config(2, std::chrono::hours(1)), rec.hooks());
   auto executor = std::async(std::launch::async, [&b] { return b.next_batch(); });
   b.submit(make_request("a", 1000));
   b.submit(make_request("b", 1000));
@@ -113,7 +113,7 @@ TEST(DynamicBatcher, AWaitingExecutorGetsTheBatchWhenItFills) {
 
 TEST(DynamicBatcher, AFullQueueRejectsInsideSubmit) {
   Recorder rec;
-  DynamicBatcher b(config(8, std::chrono::hours(1), /*max_queue=*/1), rec.hooks());
+  DynamicBatcher b(batcher_config(8, std::chrono::hours(1), /*max_queue=*/1), rec.hooks());
   b.submit(make_request("a", 1000));
   b.submit(make_request("b", 1000));
   const auto b_responses = rec.of("b");  // completed before submit returned
@@ -128,7 +128,7 @@ TEST(DynamicBatcher, ADoneCallbackMaySubmitAgain) {
   // Completions run outside the batcher's lock: a client retrying from its callback must not deadlock.
   std::vector<Outcome> outcomes;
   DynamicBatcher* batcher = nullptr;
-  DynamicBatcher b(config(8, std::chrono::hours(1), 1), {[&](Completion c) {
+  DynamicBatcher b(batcher_config(8, std::chrono::hours(1), 1), {[&](Completion c) {
                                                            outcomes.push_back(c.response.outcome);
                                                            if (c.request->id == "b")
                                                              batcher->submit(make_request("c", 1000));
@@ -142,7 +142,7 @@ TEST(DynamicBatcher, ADoneCallbackMaySubmitAgain) {
 }
 
 TEST(DynamicBatcher, TheReaperExpiresRequestsWhileNoExecutorPulls) {
-  DynamicBatcher b(config(8, std::chrono::hours(1)), {[](Completion c) {
+  DynamicBatcher b(batcher_config(8, std::chrono::hours(1)), {[](Completion c) {
                      if (c.request->done) c.request->done(std::move(c.response));
                    },
                    nullptr});
@@ -156,7 +156,7 @@ TEST(DynamicBatcher, TheReaperExpiresRequestsWhileNoExecutorPulls) {
 }
 
 TEST(DynamicBatcher, TheReaperDropsCancelledRequests) {
-  DynamicBatcher b(config(8, std::chrono::hours(1)), {[](Completion c) {
+  DynamicBatcher b(batcher_config(8, std::chrono::hours(1)), {[](Completion c) {
                      if (c.request->done) c.request->done(std::move(c.response));
                    },
                    nullptr});
@@ -172,7 +172,7 @@ TEST(DynamicBatcher, TheReaperDropsCancelledRequests) {
 TEST(DynamicBatcher, DestructionCompletesWhatIsLeftWithShuttingDown) {
   Recorder rec;
   {
-    DynamicBatcher b(config(8, std::chrono::hours(1)), rec.hooks());
+    DynamicBatcher b(batcher_config(8, std::chrono::hours(1)), rec.hooks());
     b.submit(make_request("a", 1000));
   }
   ASSERT_EQ(rec.of("a").size(), 1u);

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../sortformer_testdata.h"
 #include "golden.h"
 #include "steno/audio/decode.h"
 #include "steno/core/cuda.h"
@@ -31,7 +32,7 @@ namespace steno::diar {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kPrepared = fs::path(STENO_BINARY_DIR) / "testdata";
+using testdata::kPrepared;
 
 double encoder_tolerance(DType dt) { return dt == DType::kF32 ? 1e-5 : dt == DType::kF16 ? 1e-2 : 5e-2; }
 

@@ -85,7 +85,7 @@ void expect_transcriptions_undisturbed(const std::vector<TranscriptionProbe::Res
 }
 
 // The server's diarizer workers: its children loading the diarizer's directory.
-std::vector<pid_t> diarizer_workers(const ServeProcess& server) {
+std::vector<pid_t> diarizer_workers(const FleetServer& server) {
   std::vector<pid_t> out;
   for (pid_t pid : server.workers()) {
     std::string cmdline = read_file("/proc/" + std::to_string(pid) + "/cmdline");
@@ -95,7 +95,7 @@ std::vector<pid_t> diarizer_workers(const ServeProcess& server) {
   return out;
 }
 
-ClientResponse diarize(const ServeProcess& server, const Headers& extra = {}) {
+ClientResponse diarize(const FleetServer& server, const Headers& extra = {}) {
   return diarize_rttm(server.port(), conversation_clip(), extra);
 }
 
@@ -107,7 +107,7 @@ std::string two_services(const std::string& extra) {
 TEST(Chaos, ADiarizerWorkerKilledMidBatchLeavesTranscriptionsRight) {
   const std::string& want = conversation_rttm();
   // One diarization a batch: both workers busy, two more queued, when one is killed.
-  ServeProcess server(two_services("--diarizer-lanes 2 --diarizer-max-batch 1"));
+  FleetServer server(two_services("--diarizer-lanes 2 --diarizer-max-batch 1"));
   ASSERT_TRUE(server.started()) << server.log();
   ASSERT_TRUE(server.wait_for_workers(3)) << server.log();
   const std::vector<pid_t> victims = diarizer_workers(server);
@@ -141,7 +141,7 @@ TEST(Chaos, ADiarizerDeviceFaultLeavesTranscriptionsRight) {
   const std::string& want = conversation_rttm();
   // On a CPU the injected device fault is a bus error of the worker (on a GPU, a trapping kernel): either way the
   // worker dies mid-batch, the batch is replayed, and the request carrying the fault is poisoned after two.
-  ServeProcess server(two_services("--diarizer-lanes 2 --enable-fault-injection"));
+  FleetServer server(two_services("--diarizer-lanes 2 --enable-fault-injection"));
   ASSERT_TRUE(server.started()) << server.log();
   ASSERT_TRUE(server.wait_for_workers(3)) << server.log();
 
@@ -170,7 +170,7 @@ TEST(Chaos, ADiarizerDeviceFaultLeavesTranscriptionsRight) {
 TEST(Chaos, WithTheTranscriberInLanesOnlyTheDiarizerTakesInjectedFaults) {
   // The GPU's chaos run keeps the transcriber in lanes beside the diarizer's workers: the server starts with fault
   // injection when one model has worker processes, and the lanes' model refuses the header instead of ignoring it.
-  ServeProcess server("--threads-per-lane 1 --model diarizer=" + kDiarizerDir +
+  FleetServer server("--threads-per-lane 1 --model diarizer=" + kDiarizerDir +
                       " --diarizer-share processes --diarizer-lanes 1 --enable-fault-injection");
   ASSERT_TRUE(server.started()) << server.log();
   const Clip& clip = short_clips()[0];
@@ -190,7 +190,7 @@ TEST(Chaos, WithTheTranscriberInLanesOnlyTheDiarizerTakesInjectedFaults) {
 TEST(Chaos, AFullDiarizerQueueLeavesTranscriptionsRight) {
   const std::string& want = conversation_rttm();
   // Each model has its own queue: the diarizer's, two deep, fills at once; the transcriber's must not notice.
-  ServeProcess server(two_services("--diarizer-lanes 1 --diarizer-max-batch 1 --max-queue-size 2"));
+  FleetServer server(two_services("--diarizer-lanes 1 --diarizer-max-batch 1 --max-queue-size 2"));
   ASSERT_TRUE(server.started()) << server.log();
   ASSERT_TRUE(server.wait_for_workers(2)) << server.log();
 

@@ -22,7 +22,7 @@ const std::string kDevice1 = "device=\"cpu#1\"";
 
 TEST(DeviceGroups, LanesOnTwoDevicesShareOneQueueAndAreCountedApart) {
   const std::vector<Clip>& clips = short_clips();
-  ServeProcess server("--device cpu,cpu --executors 1 --threads-per-lane 1 --max-batch 1");
+  FleetServer server("--device cpu,cpu --executors 1 --threads-per-lane 1 --max-batch 1");
   ASSERT_TRUE(server.started()) << server.log();
   EXPECT_NE(server.log().find("2 lane(s) on cpu,cpu"), std::string::npos) << server.log();
 
@@ -50,7 +50,7 @@ TEST(DeviceGroups, LanesOnTwoDevicesShareOneQueueAndAreCountedApart) {
 
 TEST(DeviceGroups, ADeviceTakenOutUnderLoadLosesNoRequest) {
   const std::vector<Clip>& clips = long_clips();  // the references first: `steno transcribe` takes a while
-  ServeProcess server(
+  FleetServer server(
       "--device cpu,cpu --share processes --executors 1 --threads-per-lane 1 --max-batch 2 --heartbeat-ms 200");
   ASSERT_TRUE(server.started()) << server.log();
   ASSERT_TRUE(server.wait_for_workers(2)) << server.log();
@@ -100,7 +100,7 @@ TEST_P(DeviceGroupsOnOneGpu, BothGroupsServe) {
                             std::system("command -v nvidia-cuda-mps-control >/dev/null") != 0)))
     GTEST_SKIP() << "MPS needs root and nvidia-cuda-mps-control";
   const std::vector<Clip>& clips = short_clips();
-  ServeProcess server("--device cuda:0,0 --dtype f32 --executors 2 --max-batch 2 " + mode);
+  FleetServer server("--device cuda:0,0 --dtype f32 --executors 2 --max-batch 2 " + mode);
   ASSERT_TRUE(server.started()) << server.log();
   std::vector<Sent> sent;
   for (size_t i = 0; i < 24; ++i) sent.push_back({&clips[i % clips.size()], {}});

@@ -18,7 +18,7 @@ using namespace std::chrono_literals;
 
 TEST(FleetFaults, EveryRequestIsAnsweredOnceWhenWorkersAreKilledAndStoppedUnderLoad) {
   const std::vector<Clip>& clips = long_clips();  // the references first: `steno transcribe` takes a while
-  ServeProcess server("--share processes --executors 3 --threads-per-lane 1 --max-batch 4 --heartbeat-ms 400");
+  FleetServer server("--share processes --executors 3 --threads-per-lane 1 --max-batch 4 --heartbeat-ms 400");
   ASSERT_TRUE(server.started()) << server.log();
   const std::vector<pid_t> workers = server.workers();
   ASSERT_EQ(workers.size(), 3u);
@@ -47,7 +47,7 @@ TEST(FleetFaults, EveryRequestIsAnsweredOnceWhenWorkersAreKilledAndStoppedUnderL
 
 TEST(FleetFaults, APoisonRequestFailsAloneAndTheOthersGetTheirTranscripts) {
   const std::vector<Clip>& clips = short_clips();
-  ServeProcess server(
+  FleetServer server(
       "--share processes --executors 2 --threads-per-lane 1 --max-batch 8 --max-queue-delay-ms 100 "
       "--heartbeat-ms 250 --enable-fault-injection");
   ASSERT_TRUE(server.started()) << server.log();
@@ -77,7 +77,7 @@ TEST(FleetFaults, APoisonRequestFailsAloneAndTheOthersGetTheirTranscripts) {
 
 TEST(FleetFaults, AHangingRequestIsKilledAtItsBatchDeadlineAndFailsAlone) {
   const std::vector<Clip>& clips = short_clips();
-  ServeProcess server(
+  FleetServer server(
       "--share processes --executors 2 --threads-per-lane 1 --max-batch 1 --batch-timeout-s 1 --heartbeat-ms 250 "
       "--enable-fault-injection");
   ASSERT_TRUE(server.started()) << server.log();
@@ -95,7 +95,7 @@ TEST(FleetFaults, AHangingRequestIsKilledAtItsBatchDeadlineAndFailsAlone) {
 
 TEST(FleetFaults, ADeviceFaultKillsTheWorkerAndIsTreatedAsACrash) {
   const Clip& clip = short_clips()[3];
-  ServeProcess server("--share processes --executors 1 --threads-per-lane 1 --enable-fault-injection");
+  FleetServer server("--share processes --executors 1 --threads-per-lane 1 --enable-fault-injection");
   ASSERT_TRUE(server.started()) << server.log();
   const Answer a = transcribe(server.port(), clip.path, {{"X-Steno-Fault", "device-fault"}});
   EXPECT_EQ(a.status, 500) << a.text;
@@ -113,7 +113,7 @@ TEST(FleetFaults, ADeviceFaultKillsTheWorkerAndIsTreatedAsACrash) {
 
 TEST(FleetFaults, ABatchThatRunsOutOfMemoryIsSplitAndRetriedAndTheCapShrinks) {
   const std::vector<Clip>& clips = short_clips();
-  ServeProcess server(
+  FleetServer server(
       "--share processes --executors 1 --threads-per-lane 1 --max-batch 8 --max-queue-delay-ms 500 "
       "--enable-fault-injection");
   ASSERT_TRUE(server.started()) << server.log();

@@ -90,7 +90,7 @@ std::vector<Clip> with_references(std::vector<std::string> paths) {
 
 }  // namespace
 
-ServeProcess::ServeProcess(const std::string& args) {
+FleetServer::FleetServer(const std::string& args) {
   static int counter = 0;
   dir_ = fs::temp_directory_path() / ("steno-fleet-test-" + std::to_string(getpid()) + "-" + std::to_string(++counter));
   fs::create_directories(dir_);
@@ -117,7 +117,7 @@ ServeProcess::ServeProcess(const std::string& args) {
   if (!pid_text.empty()) pid_ = std::stoi(pid_text);
 }
 
-ServeProcess::~ServeProcess() {
+FleetServer::~FleetServer() {
   if (!stopped_ && pid_ > 0 && process_exists(pid_)) {
     ::kill(pid_, SIGKILL);
     for (int i = 0; i < 100 && slurp(dir_ / "rc").empty(); ++i) std::this_thread::sleep_for(50ms);
@@ -126,9 +126,9 @@ ServeProcess::~ServeProcess() {
   fs::remove_all(dir_, ec);
 }
 
-std::string ServeProcess::log() const { return slurp(dir_ / "log"); }
+std::string FleetServer::log() const { return slurp(dir_ / "log"); }
 
-int ServeProcess::stop(int timeout_s) {
+int FleetServer::stop(int timeout_s) {
   stopped_ = true;
   ::kill(pid_, SIGTERM);
   for (int i = 0; i < timeout_s * 20; ++i) {
@@ -139,11 +139,11 @@ int ServeProcess::stop(int timeout_s) {
   return -1;
 }
 
-std::vector<pid_t> ServeProcess::workers() const { return child_processes(pid_); }
+std::vector<pid_t> FleetServer::workers() const { return child_processes(pid_); }
 
-std::string ServeProcess::metrics() const { return curl(port(), "/metrics", "").body; }
+std::string FleetServer::metrics() const { return curl(port(), "/metrics", "").body; }
 
-bool ServeProcess::wait_for_workers(int n, int timeout_s) const {
+bool FleetServer::wait_for_workers(int n, int timeout_s) const {
   for (int i = 0; i < timeout_s * 10; ++i) {
     if (metric_sum(metrics(), "steno_workers_up") == n && static_cast<int>(workers().size()) == n) return true;
     std::this_thread::sleep_for(100ms);
@@ -253,7 +253,7 @@ int completions_logged(const std::string& log, const std::string& id) {
 
 bool process_exists(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
 
-std::vector<Answer> send_all(const ServeProcess& server, const std::vector<Sent>& sent) {
+std::vector<Answer> send_all(const FleetServer& server, const std::vector<Sent>& sent) {
   std::vector<std::future<Answer>> futures;
   for (const Sent& s : sent)
     futures.push_back(
@@ -263,7 +263,7 @@ std::vector<Answer> send_all(const ServeProcess& server, const std::vector<Sent>
   return answers;
 }
 
-void expect_served_once(const ServeProcess& server, const std::vector<Sent>& sent, const std::vector<Answer>& answers,
+void expect_served_once(const FleetServer& server, const std::vector<Sent>& sent, const std::vector<Answer>& answers,
                         size_t skip) {
   const std::string log = server.log();
   std::set<std::string> ids;
@@ -276,7 +276,7 @@ void expect_served_once(const ServeProcess& server, const std::vector<Sent>& sen
   }
 }
 
-bool wait_for_completions(const ServeProcess& server, int n, int timeout_s) {
+bool wait_for_completions(const FleetServer& server, int n, int timeout_s) {
   for (int i = 0; i < timeout_s * 100; ++i) {
     const std::string log = server.log();
     int ok = 0;

@@ -16,13 +16,14 @@
 namespace steno::testing {
 
 // `steno --log-level info serve --port 0 ARGS` in the background (info: one completion line per request); killed
-// (SIGKILL) by the destructor if still running.
-class ServeProcess {
+// (SIGKILL) by the destructor if still running. Beside tests/serve_process.h's ServeProcess it sees the worker
+// processes; a name of its own, since two classes of one name in one test program break the one-definition rule.
+class FleetServer {
  public:
-  explicit ServeProcess(const std::string& args);
-  ~ServeProcess();
-  ServeProcess(const ServeProcess&) = delete;
-  ServeProcess& operator=(const ServeProcess&) = delete;
+  explicit FleetServer(const std::string& args);
+  ~FleetServer();
+  FleetServer(const FleetServer&) = delete;
+  FleetServer& operator=(const FleetServer&) = delete;
 
   bool started() const { return port_ > 0; }
   uint16_t port() const { return static_cast<uint16_t>(port_); }
@@ -79,12 +80,12 @@ struct Sent {
   Headers headers;
 };
 // Sends them all at once, one connection each; the answers in order.
-std::vector<Answer> send_all(const ServeProcess& server, const std::vector<Sent>& sent);
+std::vector<Answer> send_all(const FleetServer& server, const std::vector<Sent>& sent);
 // Every answer is the clip's transcript (but the one at `skip`), every request id distinct and completed exactly
 // once by the server (its completion log lines).
-void expect_served_once(const ServeProcess& server, const std::vector<Sent>& sent, const std::vector<Answer>& answers,
+void expect_served_once(const FleetServer& server, const std::vector<Sent>& sent, const std::vector<Answer>& answers,
                         size_t skip = SIZE_MAX);
 // Waits until the server has logged `n` successful completions; false after `timeout_s`.
-bool wait_for_completions(const ServeProcess& server, int n, int timeout_s);
+bool wait_for_completions(const FleetServer& server, int n, int timeout_s);
 
 }  // namespace steno::testing

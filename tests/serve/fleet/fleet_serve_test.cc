@@ -18,7 +18,7 @@ using namespace std::chrono_literals;
 TEST(FleetServe, WorkerProcessesServeTheTranscriptsOfSteno_Transcribe) {
   std::vector<Clip> clips = short_clips();
   clips.push_back(long_clips().front());
-  ServeProcess server("--share processes --executors 2 --threads-per-lane 1 --max-batch 4 --heartbeat-ms 100");
+  FleetServer server("--share processes --executors 2 --threads-per-lane 1 --max-batch 4 --heartbeat-ms 100");
   ASSERT_TRUE(server.started()) << server.log();
   const std::vector<pid_t> workers = server.workers();
   EXPECT_EQ(workers.size(), 2u) << server.log();
@@ -54,7 +54,7 @@ TEST(FleetServe, WorkerProcessesServeTheTranscriptsOfSteno_Transcribe) {
 // its RTTM is `steno diarize`'s, and a worker that crashes on a diarization is replaced and the batch replayed.
 TEST(FleetServe, DiarizerWorkerProcessesAnswerAsSteno_DiarizeAndSurviveACrash) {
   const std::string& want = conversation_rttm();
-  ServeProcess server("--share processes --executors 1 --threads-per-lane 1 --model diarizer=" +
+  FleetServer server("--share processes --executors 1 --threads-per-lane 1 --model diarizer=" +
                       std::string(STENO_SOURCE_DIR) + "/models/steno-sortformer-small --diarizer-share processes "
                       "--diarizer-lanes 2 --heartbeat-ms 100 --enable-fault-injection");
   ASSERT_TRUE(server.started()) << server.log();
@@ -77,7 +77,7 @@ TEST(FleetServe, DiarizerWorkerProcessesAnswerAsSteno_DiarizeAndSurviveACrash) {
 
 TEST(FleetServe, SigtermDrainsTheRequestsInFlightAndLeavesNoWorkerBehind) {
   const Clip& clip = long_clips()[1];
-  ServeProcess server("--share processes --executors 2 --threads-per-lane 1");
+  FleetServer server("--share processes --executors 2 --threads-per-lane 1");
   ASSERT_TRUE(server.started()) << server.log();
   const std::vector<pid_t> workers = server.workers();
   ASSERT_EQ(workers.size(), 2u);
@@ -96,7 +96,7 @@ TEST(FleetServe, SigtermDrainsTheRequestsInFlightAndLeavesNoWorkerBehind) {
 }
 
 TEST(FleetServe, AWorkerNeverOutlivesAKilledServer) {
-  ServeProcess server("--share processes --executors 2 --threads-per-lane 1");
+  FleetServer server("--share processes --executors 2 --threads-per-lane 1");
   ASSERT_TRUE(server.started()) << server.log();
   const std::vector<pid_t> workers = server.workers();
   ASSERT_EQ(workers.size(), 2u);

@@ -45,14 +45,14 @@ TEST(GrpcServeCli, RefusesBadPortSettings) {
 TEST(GrpcServeCli, OnlyAServerOfGrpcMapsGrpc) {
   const auto maps = [](pid_t pid) { return slurp("/proc/" + std::to_string(pid) + "/maps"); };
   {
-    ServeProcess http_only("--executors 1");
+    FleetServer http_only("--executors 1");
     ASSERT_TRUE(http_only.started()) << http_only.log();
     const std::string mapped = maps(http_only.pid());
     ASSERT_NE(mapped.find("libstdc++"), std::string::npos) << mapped;
     EXPECT_EQ(mapped.find("libsteno-grpc.so"), std::string::npos);
     EXPECT_EQ(mapped.find("libgrpc"), std::string::npos);
   }
-  ServeProcess both("--executors 1 --grpc-port " + std::to_string(free_port()));
+  FleetServer both("--executors 1 --grpc-port " + std::to_string(free_port()));
   ASSERT_TRUE(both.started()) << both.log();
   const std::string mapped = maps(both.pid());
   EXPECT_NE(mapped.find("libsteno-grpc.so"), std::string::npos) << mapped;
@@ -145,7 +145,7 @@ TEST(GrpcServeCli, ServesBesideHttpThenDrainsOnSigterm) {
 // replayed, then failed alone as a poison request; a bad tag is refused; the worker fleet serves on.
 TEST(GrpcServeCli, FaultInjectionIsHonouredOverGrpcAsOverHttp) {
   const int grpc_port = free_port();
-  ServeProcess server("--share processes --executors 1 --threads-per-lane 1 --enable-fault-injection --grpc-port " +
+  FleetServer server("--share processes --executors 1 --threads-per-lane 1 --enable-fault-injection --grpc-port " +
                       std::to_string(grpc_port));
   ASSERT_TRUE(server.started()) << server.log();
   auto stub = inference::GRPCInferenceService::NewStub(::grpc::CreateChannel(

@@ -19,8 +19,6 @@ namespace {
 using nlohmann::json;
 using serve::testing::metric_value;
 
-const std::string kInfer = "/v2/models/steno-tdt-small-en/infer";
-
 std::vector<float> clip_pcm() { return audio::load_audio_file(test_audio(kClip)).samples; }
 
 // The outputs of a JSON response by name.

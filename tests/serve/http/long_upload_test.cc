@@ -70,7 +70,7 @@ fs::path LongUploads::dir_;
 
 TEST_F(LongUploads, AreRefusedFromTheirFirstBytesWithoutBufferingTheRest) {
   // The upload limit (2 GiB by default) lets them in: the audio's own length must refuse them.
-  ServeProcess server("--max-audio-seconds 1200");
+  FleetServer server("--max-audio-seconds 1200");
   ASSERT_TRUE(server.started()) << server.log();
   // Warm up (the first request's allocations are not the refusal's), then take the baseline.
   ASSERT_EQ(curl(server.port(), "/v1/audio/transcriptions", "-F 'file=@" + test_audio(kClip) + "'").status, 200);

@@ -18,7 +18,6 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 const std::string kTranscribe = "/v1/audio/transcriptions";
-const std::string kInfer = "/v2/models/steno-tdt-small-en/infer";
 
 // The server still answers a normal request on a new connection.
 void expect_serves_others(uint16_t port) {

@@ -16,6 +16,8 @@ inline std::string test_audio(const std::string& name) {
 // test-0000001.flac: 1.75 s of espeak-ng speech; the bundled model (C++ and PyTorch alike) hears this.
 inline constexpr const char* kClip = "test-0000001.flac";
 inline constexpr const char* kClipTranscript = "the rent is seven pounds a month";
+// KServe v2 inference on the bundled model.
+inline const std::string kInfer = "/v2/models/steno-tdt-small-en/infer";
 
 struct TestServer {
   explicit TestServer(FakeService::Mode mode = FakeService::Mode::kCanned, serve::http::ServerOptions options = {})
