@@ -21,25 +21,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
 
-
-def normalize(text):
-    out = []
-    for ch in text:
-        keep = ord(ch) >= 0x80 or ch.isascii() and (ch.isalnum() or ch == "'")
-        out.append((ch.lower() if ch.isascii() else ch) if keep else " ")  # wer.cc lowers ASCII only
-    return " ".join("".join(out).split())
-
-
-def word_errors(ref, hyp):
-    """Edit distance between word lists (substitutions, deletions and insertions all cost 1)."""
-    prev = list(range(len(hyp) + 1))
-    for i in range(1, len(ref) + 1):
-        cur = [i] + [0] * len(hyp)
-        for j in range(1, len(hyp) + 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ref[i - 1] != hyp[j - 1]))
-        prev = cur
-    return prev[-1]
+from wer import edit_distance, normalize  # noqa: E402
 
 
 def read_manifest(path):
@@ -69,7 +53,7 @@ def evaluate(steno, model, sets):
         tally = {"": [0, 0]}
         for path, ref, voice in clips:
             r, h = normalize(ref).split(), normalize(texts[path]).split()
-            e = word_errors(r, h)
+            e = edit_distance(r, h)
             for g in ("", voice_group(voice)):
                 t = tally.setdefault(g, [0, 0])
                 t[0] += e

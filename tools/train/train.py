@@ -47,6 +47,7 @@ from steno_ref import safetensors_io  # noqa: E402
 from steno_ref.model import FastConformerTDT  # noqa: E402
 from steno_ref.modeldir import load_weights  # noqa: E402
 from tdt_loss import joint_logprobs, tdt_loss_from_logprobs  # noqa: E402
+from wer import edit_distance  # noqa: E402
 
 TRAIN_DEFAULTS = {
     "seed": 1234, "lr": 1e-3, "min_lr": 1e-5, "sched": "cosine", "warmup_steps": 400, "max_steps": 5000,
@@ -254,14 +255,8 @@ def seed_step(seed, step):
 # ----------------------------------------------------------------------------------------------- eval
 
 def word_errors(ref, hyp):
-    r, h = ref.split(), hyp.split()
-    prev = list(range(len(h) + 1))
-    for i in range(1, len(r) + 1):
-        cur = [i] + [0] * len(h)
-        for j in range(1, len(h) + 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r[i - 1] != h[j - 1]))
-        prev = cur
-    return prev[-1], len(r)
+    r = ref.split()
+    return edit_distance(r, hyp.split()), len(r)
 
 
 @torch.no_grad()
