@@ -9,7 +9,7 @@
 namespace steno {
 namespace {
 
-constexpr size_t kAlignment = 64;  // each tensor's start, as the allocators give it
+constexpr size_t kTensorAlignment = 64;  // each tensor's start, as the allocators give it
 
 size_t aligned(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
 
@@ -21,7 +21,7 @@ std::vector<Tensor> widen_to_f32_in_one_block(const std::vector<Tensor>& tensors
     STENO_CHECK(t.device().is_cpu(), "widen_to_f32_in_one_block: {} is not on the CPU", t.str());
     STENO_CHECK(t.dtype() == DType::kF32 || t.dtype() == DType::kF16 || t.dtype() == DType::kBF16,
                 "widen_to_f32_in_one_block: {} is not a float tensor", t.str());
-    if (t.dtype() != DType::kF32) total += aligned(static_cast<size_t>(t.numel()) * sizeof(float), kAlignment);
+    if (t.dtype() != DType::kF32) total += aligned(static_cast<size_t>(t.numel()) * sizeof(float), kTensorAlignment);
   }
   if (total == 0) return tensors;
 
@@ -40,7 +40,7 @@ std::vector<Tensor> widen_to_f32_in_one_block(const std::vector<Tensor>& tensors
     auto* dst = reinterpret_cast<float*>(static_cast<char*>(block) + at);
     widen_to_f32(static_cast<const uint16_t*>(t.raw()), t.dtype(), dst, t.numel());
     out.push_back(Tensor::wrap(dst, t.shape(), DType::kF32, Device::cpu(), owner));
-    at += aligned(static_cast<size_t>(t.numel()) * sizeof(float), kAlignment);
+    at += aligned(static_cast<size_t>(t.numel()) * sizeof(float), kTensorAlignment);
   }
   return out;
 }

@@ -19,11 +19,7 @@ std::vector<int> Diarization::active_speakers() const {
   return out;
 }
 
-namespace {
-// Seconds rounded to the millisecond, as RTTM writes them: segment edges come from f32 frame arithmetic, and
-// 0.07999999821186066 says nothing 0.08 does not.
-double milliseconds(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
-}  // namespace
+double round_to_millisecond(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
 
 std::string speaker_label(int speaker) { return fmt::format("speaker_{}", speaker); }
 
@@ -43,8 +39,8 @@ nlohmann::ordered_json to_json(const Diarization& d) {
   oj speakers = oj::array(), segments = oj::array();
   for (const int s : d.active_speakers()) speakers.push_back(speaker_label(s));
   for (const SpeakerSegment& s : d.segments)
-    segments.push_back(oj{{"speaker", speaker_label(s.speaker)}, {"start", milliseconds(s.start)},
-                          {"end", milliseconds(s.end)}});
+    segments.push_back(oj{{"speaker", speaker_label(s.speaker)}, {"start", round_to_millisecond(s.start)},
+                          {"end", round_to_millisecond(s.end)}});
   return oj{{"duration", d.audio_seconds}, {"speakers", speakers}, {"segments", segments}};
 }
 

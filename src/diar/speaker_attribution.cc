@@ -10,12 +10,6 @@
 
 namespace steno::diar {
 
-namespace {
-
-double milliseconds(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
-
-}  // namespace
-
 std::vector<SpeakerWord> attribute_words(const std::vector<asr::TimedText>& words, std::span<const float> probs,
                                          int64_t frames, int speakers, const AttributionParams& params) {
   STENO_CHECK(speakers > 0 && static_cast<int64_t>(probs.size()) == frames * speakers,
@@ -84,13 +78,13 @@ nlohmann::ordered_json turns_to_json(const std::vector<SpeakerTurn>& turns) {
     oj words = oj::array();
     for (const SpeakerWord& w : t.words)
       words.push_back(oj{{"text", w.text},
-                         {"start", milliseconds(w.start)},
-                         {"end", milliseconds(w.end)},
+                         {"start", round_to_millisecond(w.start)},
+                         {"end", round_to_millisecond(w.end)},
                          {"speaker", speaker_label(w.speaker)},
                          {"confidence", std::round(w.confidence * 1000.0f) / 1000.0}});
     out.push_back(oj{{"speaker", speaker_label(t.speaker)},
-                     {"start", milliseconds(t.start)},
-                     {"end", milliseconds(t.end)},
+                     {"start", round_to_millisecond(t.start)},
+                     {"end", round_to_millisecond(t.end)},
                      {"text", t.text},
                      {"words", words}});
   }

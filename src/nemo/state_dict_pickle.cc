@@ -48,7 +48,7 @@ Ptr make(Value::Kind k) {
   return v;
 }
 
-[[noreturn]] void bad(const std::string& why) {
+[[noreturn]] void bad_pickle(const std::string& why) {
   fail(ErrorCode::kInvalidArgument, "checkpoint pickle: {}", why);
 }
 
@@ -94,14 +94,14 @@ class Machine {
       switch (op) {
         case 0x80: {  // PROTO
           const uint8_t v = byte();
-          if (v < 2 || v > 5) bad(fmt::format("pickle protocol {} (a checkpoint uses 2 to 5)", v));
+          if (v < 2 || v > 5) bad_pickle(fmt::format("pickle protocol {} (a checkpoint uses 2 to 5)", v));
           break;
         }
         case 0x95: take(8); break;  // FRAME: a length hint only
         case '(': marks_.push_back(stack_.size()); break;
         case '.': {  // STOP
           Ptr result = pop();
-          if (!stack_.empty() || !marks_.empty()) bad("values left on the stack at STOP");
+          if (!stack_.empty() || !marks_.empty()) bad_pickle("values left on the stack at STOP");
           return result;
         }
         case 'N': push(make(Value::Kind::kNone)); break;
@@ -121,7 +121,7 @@ class Machine {
         case 't': push(sequence(Value::Kind::kTuple, pop_mark())); break;
         case 0x85: case 0x86: case 0x87: {  // TUPLE1..3
           const size_t n = op - 0x84;
-          if (stack_.size() < n + floor()) bad("TUPLE past the stack's bottom");
+          if (stack_.size() < n + floor()) bad_pickle("TUPLE past the stack's bottom");
           std::vector<Ptr> items(stack_.end() - static_cast<ptrdiff_t>(n), stack_.end());
           stack_.resize(stack_.size() - n);
           push(sequence(Value::Kind::kTuple, std::move(items)));
@@ -185,18 +185,19 @@ class Machine {
           break;
         }
         default:
-          bad(fmt::format("opcode 0x{:02x} at byte {} is not one a state dict uses", op, at_ - 1));
+          bad_pickle(fmt::format("opcode 0x{:02x} at byte {} is not one a state dict uses", op, at_ - 1));
       }
     }
   }
 
  private:
   uint8_t byte() {
-    if (at_ >= in_.size()) bad("truncated (it ends without STOP)");
+    if (at_ >= in_.size()) bad_pickle("truncated (it ends without STOP)");
     return in_[at_++];
   }
   std::span<const uint8_t> take(uint64_t n) {
-    if (n > in_.size() - at_) bad(fmt::format("truncated: {} bytes declared at byte {}, {} left", n, at_, in_.size() - at_));
+    if (n > in_.size() - at_)
+      bad_pickle(fmt::format("truncated: {} bytes declared at byte {}, {} left", n, at_, in_.size() - at_));
     const auto s = in_.subspan(at_, n);
     at_ += n;
     return s;
@@ -209,7 +210,7 @@ class Machine {
   }
   int64_t long1() {
     const uint8_t n = byte();
-    if (n > 8) bad(fmt::format("an integer of {} bytes (at most 8 fit a tensor's sizes)", n));
+    if (n > 8) bad_pickle(fmt::format("an integer of {} bytes (at most 8 fit a tensor's sizes)", n));
     if (n == 0) return 0;
     uint64_t v = little(n);
     if (n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);  // sign-extend
@@ -226,7 +227,7 @@ class Machine {
   std::string line() {
     std::string s;
     for (uint8_t c = byte(); c != '\n'; c = byte()) {
-      if (s.size() > 256) bad("a GLOBAL name over 256 bytes");
+      if (s.size() > 256) bad_pickle("a GLOBAL name over 256 bytes");
       s.push_back(static_cast<char>(c));
     }
     return s;
@@ -254,18 +255,18 @@ class Machine {
   }
   static Ptr global(const std::string& name) {
     if (!allowed_global(name))
-      bad(fmt::format("it names '{}', which a state dict never uses: refused (a pickle can run any callable it "
-                      "names)", name.substr(0, 128)));
+      bad_pickle(fmt::format("it names '{}', which a state dict never uses: refused (a pickle can run any callable it "
+                             "names)", name.substr(0, 128)));
     Ptr v = make(Value::Kind::kGlobal);
     v->s = name;
     return v;
   }
   static const Ptr& expect(const Ptr& v, Value::Kind k, const char* what) {
-    if (v->kind != k) bad(fmt::format("{} is a {}, not a {}", what, kind_name(v->kind), kind_name(k)));
+    if (v->kind != k) bad_pickle(fmt::format("{} is a {}, not a {}", what, kind_name(v->kind), kind_name(k)));
     return v;
   }
   static void set_items(Value& d, const std::vector<Ptr>& kv) {
-    if (kv.size() % 2 != 0) bad("a dict's items are not key-value pairs");
+    if (kv.size() % 2 != 0) bad_pickle("a dict's items are not key-value pairs");
     for (size_t k = 0; k < kv.size(); k += 2) d.dict.emplace_back(kv[k], kv[k + 1]);
   }
 
@@ -273,22 +274,23 @@ class Machine {
   static Ptr storage(const Ptr& pid) {
     const auto& t = expect(pid, Value::Kind::kTuple, "a persistent id")->items;
     if (t.size() != 5 || t[0]->kind != Value::Kind::kString || t[0]->s != "storage")
-      bad("a persistent id that is not ('storage', type, key, location, numel)");
+      bad_pickle("a persistent id that is not ('storage', type, key, location, numel)");
     const std::optional<TorchType> type = storage_class(expect(t[1], Value::Kind::kGlobal, "a storage's type")->s);
-    if (!type) bad(fmt::format("'{}' is not a storage type", t[1]->s));
+    if (!type) bad_pickle(fmt::format("'{}' is not a storage type", t[1]->s));
     Ptr v = make(Value::Kind::kStorage);
     v->storage.key = expect(t[2], Value::Kind::kString, "a storage's key")->s;
     expect(t[3], Value::Kind::kString, "a storage's location");
     v->storage.numel = expect(t[4], Value::Kind::kInt, "a storage's size")->i;
     v->storage.type = *type;
-    if (v->storage.numel < 0) bad(fmt::format("storage '{}' has {} elements", v->storage.key, v->storage.numel));
+    if (v->storage.numel < 0) bad_pickle(fmt::format("storage '{}' has {} elements", v->storage.key, v->storage.numel));
     return v;
   }
 
   static std::vector<int64_t> ints(const Ptr& v, const char* what) {
     std::vector<int64_t> out;
     for (const Ptr& x : expect(v, Value::Kind::kTuple, what)->items) {
-      if (x->kind != Value::Kind::kInt || x->i < 0) bad(fmt::format("{} holds something other than sizes", what));
+      if (x->kind != Value::Kind::kInt || x->i < 0)
+        bad_pickle(fmt::format("{} holds something other than sizes", what));
       out.push_back(x->i);
     }
     return out;
@@ -297,15 +299,15 @@ class Machine {
   static Ptr reduce(const Value& callable, const Value& args) {
     const std::vector<Ptr>& a = args.items;
     if (callable.s == kOrderedDict) {
-      if (!a.empty()) bad("OrderedDict called with arguments");
+      if (!a.empty()) bad_pickle("OrderedDict called with arguments");
       return make(Value::Kind::kDict);
     }
     if (callable.s == kRebuildParameter) {  // (tensor, requires_grad, hooks): the tensor
-      if (a.size() < 1) bad("_rebuild_parameter without a tensor");
+      if (a.size() < 1) bad_pickle("_rebuild_parameter without a tensor");
       return expect(a[0], Value::Kind::kTensor, "_rebuild_parameter's data");
     }
     if (callable.s == kRebuildTensor) {  // (storage, offset, size, stride, requires_grad, hooks[, metadata])
-      if (a.size() < 4) bad("_rebuild_tensor_v2 with fewer than 4 arguments");
+      if (a.size() < 4) bad_pickle("_rebuild_tensor_v2 with fewer than 4 arguments");
       const Storage& s = expect(a[0], Value::Kind::kStorage, "a tensor's storage")->storage;
       Ptr v = make(Value::Kind::kTensor);
       TensorRef& t = v->tensor;
@@ -316,22 +318,22 @@ class Machine {
       t.shape = ints(a[2], "a tensor's size");
       t.stride = ints(a[3], "a tensor's stride");
       if (t.offset < 0 || t.shape.size() != t.stride.size())
-        bad(fmt::format("a tensor of storage '{}': offset {}, {} sizes and {} strides", s.key, t.offset,
-                        t.shape.size(), t.stride.size()));
+        bad_pickle(fmt::format("a tensor of storage '{}': offset {}, {} sizes and {} strides", s.key, t.offset,
+                               t.shape.size(), t.stride.size()));
       // The last element it reaches must lie in its storage (an empty tensor reaches none).
       int64_t last = t.offset;
       bool empty = false;
       for (size_t k = 0; k < t.shape.size(); ++k) {
         if (t.shape[k] == 0) empty = true;
         if (t.shape[k] > 0 && t.stride[k] > (std::numeric_limits<int64_t>::max() - last) / t.shape[k])
-          bad(fmt::format("a tensor of storage '{}' reaches past any storage", s.key));
+          bad_pickle(fmt::format("a tensor of storage '{}' reaches past any storage", s.key));
         if (t.shape[k] > 0) last += (t.shape[k] - 1) * t.stride[k];
       }
       if (!empty && last >= s.numel)
-        bad(fmt::format("a tensor reaches element {} of storage '{}', which holds {}", last, s.key, s.numel));
+        bad_pickle(fmt::format("a tensor reaches element {} of storage '{}', which holds {}", last, s.key, s.numel));
       return v;
     }
-    bad(fmt::format("'{}' cannot be called here", callable.s));  // a storage class: only in a persistent id
+    bad_pickle(fmt::format("'{}' cannot be called here", callable.s));  // a storage class: only in a persistent id
   }
 
   void push(Ptr v) {
@@ -340,17 +342,17 @@ class Machine {
   }
   size_t floor() const { return marks_.empty() ? 0 : marks_.back(); }
   Ptr pop() {
-    if (stack_.size() <= floor()) bad("a value popped past the stack's bottom or a MARK");
+    if (stack_.size() <= floor()) bad_pickle("a value popped past the stack's bottom or a MARK");
     Ptr v = std::move(stack_.back());
     stack_.pop_back();
     return v;
   }
   const Ptr& top() const {
-    if (stack_.size() <= floor()) bad("an empty stack where a value belongs");
+    if (stack_.size() <= floor()) bad_pickle("an empty stack where a value belongs");
     return stack_.back();
   }
   std::vector<Ptr> pop_mark() {
-    if (marks_.empty()) bad("no MARK to pop to");
+    if (marks_.empty()) bad_pickle("no MARK to pop to");
     const size_t from = marks_.back();
     marks_.pop_back();
     std::vector<Ptr> items(stack_.begin() + static_cast<ptrdiff_t>(from), stack_.end());
@@ -359,7 +361,7 @@ class Machine {
   }
   Ptr memo(uint64_t k) const {
     const auto it = memo_.find(k);
-    if (it == memo_.end()) bad(fmt::format("memo entry {} read before it was written", k));
+    if (it == memo_.end()) bad_pickle(fmt::format("memo entry {} read before it was written", k));
     return it->second;
   }
 
@@ -403,13 +405,13 @@ std::vector<TensorRef> read_state_dict_pickle(std::span<const uint8_t> pkl) {
   Machine machine(pkl);  // alive until the answer is copied out: it empties its containers when it goes
   const Ptr root = machine.run();
   if (root->kind != Value::Kind::kDict)
-    bad(fmt::format("the checkpoint holds a {}, not a state dict", kind_name(root->kind)));
+    bad_pickle(fmt::format("the checkpoint holds a {}, not a state dict", kind_name(root->kind)));
   std::vector<TensorRef> out;
   out.reserve(root->dict.size());
   for (const auto& [key, value] : root->dict) {
-    if (key->kind != Value::Kind::kString) bad(fmt::format("a state dict key is a {}", kind_name(key->kind)));
+    if (key->kind != Value::Kind::kString) bad_pickle(fmt::format("a state dict key is a {}", kind_name(key->kind)));
     if (value->kind != Value::Kind::kTensor)
-      bad(fmt::format("'{}' is a {}, not a tensor", key->s.substr(0, 128), kind_name(value->kind)));
+      bad_pickle(fmt::format("'{}' is a {}, not a tensor", key->s.substr(0, 128), kind_name(value->kind)));
     TensorRef t = value->tensor;
     t.name = key->s;
     out.push_back(std::move(t));

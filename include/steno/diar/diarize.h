@@ -35,6 +35,10 @@ Diarization diarization_from_probs(std::vector<float> probs, int64_t frames, dou
 // "speaker_0", ...: how NeMo and steno name a model output.
 std::string speaker_label(int speaker);
 
+// Seconds rounded to the millisecond, as RTTM and the JSON forms write times: segment and word edges come from f32
+// frame arithmetic, and 0.07999999821186066 says nothing 0.08 does not.
+double round_to_millisecond(double seconds);
+
 // RTTM lines (NIST): "SPEAKER <file_id> 1 <start> <duration> <NA> <NA> <speaker> <NA> <NA>", times with 3
 // decimals, one line per segment in time order. `file_id` must not contain whitespace (kInvalidArgument).
 std::string to_rttm(const std::string& file_id, const Diarization& d);

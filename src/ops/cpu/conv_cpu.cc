@@ -192,7 +192,8 @@ void conv2d(Context& ctx, const Tensor& x, const Tensor& w, const Tensor& bias, 
         });
         beta = 1.0f;
       }
-      gemm_raw(ctx, false, false, cout_g, plane, ckk, 1.0f, wp + g * cout_g * ckk, ckk, src, plane, beta, yg, plane);
+      cpu::gemm_raw(ctx, false, false, cout_g, plane, ckk, 1.0f, wp + g * cout_g * ckk, ckk,
+                    src, plane, beta, yg, plane);
     }
   }
 }

@@ -50,9 +50,9 @@ void lstm_cell(Context& ctx, const Tensor& x, const Tensor& h, const Tensor& c, 
   Tensor z = ctx.scratch({batch, n4});
   float* zp = z.data<float>();
   const float beta = fill_bias(ctx, zp, batch, n4, b_ih, b_hh);
-  gemm_raw(ctx, false, true, batch, n4, in, 1.0f, x.data<float>(), std::max<int64_t>(in, 1), w_ih.data<float>(),
+  cpu::gemm_raw(ctx, false, true, batch, n4, in, 1.0f, x.data<float>(), std::max<int64_t>(in, 1), w_ih.data<float>(),
            std::max<int64_t>(in, 1), beta, zp, n4);
-  gemm_raw(ctx, false, true, batch, n4, hid, 1.0f, h.data<float>(), hid, w_hh.data<float>(), hid, 1.0f, zp, n4);
+  cpu::gemm_raw(ctx, false, true, batch, n4, hid, 1.0f, h.data<float>(), hid, w_hh.data<float>(), hid, 1.0f, zp, n4);
   const float* cp = c.data<float>();
   float* cop = c_out.data<float>();
   float* hop = h_out.data<float>();
@@ -67,7 +67,7 @@ void lstm_layer(Context& ctx, const Tensor& x, const Tensor& w_ih, const Tensor&
   Tensor z = ctx.scratch({steps * batch, n4});
   float* zp = z.data<float>();
   const float beta = fill_bias(ctx, zp, steps * batch, n4, b_ih, b_hh);
-  gemm_raw(ctx, false, true, steps * batch, n4, in, 1.0f, x.data<float>(), std::max<int64_t>(in, 1),
+  cpu::gemm_raw(ctx, false, true, steps * batch, n4, in, 1.0f, x.data<float>(), std::max<int64_t>(in, 1),
            w_ih.data<float>(), std::max<int64_t>(in, 1), beta, zp, n4);
   float* hp = h.data<float>();
   float* cp = c.data<float>();
@@ -76,7 +76,7 @@ void lstm_layer(Context& ctx, const Tensor& x, const Tensor& w_ih, const Tensor&
   for (int64_t t = 0; t < steps; ++t) {
     float* zt = zp + t * batch * n4;
     const float* h_prev = t == 0 ? hp : yp + (t - 1) * step;  // y[t-1] is h after step t-1
-    gemm_raw(ctx, false, true, batch, n4, hid, 1.0f, h_prev, hid, w_hh.data<float>(), hid, 1.0f, zt, n4);
+    cpu::gemm_raw(ctx, false, true, batch, n4, hid, 1.0f, h_prev, hid, w_hh.data<float>(), hid, 1.0f, zt, n4);
     for (int64_t b = 0; b < batch; ++b)
       lstm_gates(zt + b * n4, cp + b * hid, cp + b * hid, yp + t * step + b * hid, hid);
   }
