@@ -21,7 +21,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from steno_ref import safetensors_io  # noqa: E402
 
 
@@ -60,7 +60,10 @@ def main():
     ap.add_argument("models", nargs="+")
     args = ap.parse_args()
     weights = [float(w) for w in args.weights.split(",")]
-    configs = [json.load(open(os.path.join(d, "config.json"), encoding="utf-8")) for d in args.models]
+    configs = []
+    for d in args.models:
+        with open(os.path.join(d, "config.json"), encoding="utf-8") as f:
+            configs.append(json.load(f))
     if any(c != configs[0] for c in configs[1:]):
         sys.exit("average_models.py: the models' config.json differ: not one architecture")
     loaded = [safetensors_io.load(os.path.join(d, "model.safetensors")) for d in args.models]
