@@ -5,8 +5,9 @@
 # results and the other models (none of which a training call reads) go out of the tree for the call.
 #
 #   tools/train/carry_slim.sh out [PLACE]     # moves them to PLACE (default ../steno-carry-aside), prints the size
-#   tools/train/carry_slim.sh out-gpu [PLACE] # for a call with the GPU package (scripts/package-gpu.sh, ~29 MB):
-#                                             # keeps bench's scripts, tests/data/testset and the ASR and VAD models
+#   tools/train/carry_slim.sh out-gpu [PLACE] # for a call with the GPU package (scripts/package-gpu.sh, ~31 MB):
+#                                             # keeps bench's scripts, the ASR and VAD models and the test data the
+#                                             # CUDA test programs read
 #   tools/train/carry_slim.sh back [PLACE]    # moves them back (git checkout restores any that PLACE lost)
 #
 # PLACE must outlive the session's shell (not /tmp of a machine that may be replaced); `back` also works from git
@@ -14,10 +15,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 paths=(bench tests/data fuzz/corpus fuzz/seeds models/steno-sortformer-small models/silero-vad)
-# out-gpu: what the serving benchmarks and the CUDA tests of the bundled model do not read (the tracked tree is
-# ~85 MB, the package ~29 MB); the tests that read tests/data's other folders need those carried instead.
+# out-gpu: what the serving benchmarks and the CUDA test programs do not read (the tracked tree is ~85 MB, the
+# package ~31 MB). Of tests/data they read the bundled test set, the encoder-graph test's model
+# (golden/mel128_local_attn) and the reference conversations (sortformer-tiny/conv*.wav): 63.8 of the 64 MiB in all.
 gpu_paths=(bench/results fuzz/corpus fuzz/seeds models/steno-sortformer-small)
-for d in tests/data/*; do [ "$d" = tests/data/testset ] || gpu_paths+=("$d"); done
+gpu_keep='^tests/data/(testset/|golden/mel128_local_attn/|sortformer-tiny/conv[0-9]+\.wav$)'
+while IFS= read -r f; do gpu_paths+=("$f"); done < <(git ls-files tests/data | grep -Ev "$gpu_keep")
 place=${2:-../steno-carry-aside}
 case ${1:-} in
   out|out-gpu)
@@ -35,9 +38,8 @@ case ${1:-} in
     ;;
   back)
     paths+=("${gpu_paths[@]}")
-    for d in "$place"/tests/data/*; do [ -e "$d" ] && paths+=("tests/data/${d##*/}"); done  # out-gpu's folders
     for p in "${paths[@]}"; do
-      if [ -e "$place/$p" ] && [ ! -e "$p" ]; then mv -T "$place/$p" "$p"; fi
+      if [ -e "$place/$p" ] && [ ! -e "$p" ]; then mkdir -p "$(dirname "$p")" && mv -T "$place/$p" "$p"; fi
     done
     # Anything PLACE no longer had comes from git; only what is missing (a checkout of a present path would undo
     # the uncommitted edits in it).
