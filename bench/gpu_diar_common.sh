@@ -1,5 +1,5 @@
 # Sourced by the GPU scripts (bench/run_gpu_diar_check.sh, run_gpu_diar_speed.sh, run_gpu_engine_arms.sh,
-# run_gpu_gemm_candidates.sh, run_gpu_decoder_trace.sh), from the repository root: $out (the results folder, made
+# run_gpu_gemm_candidates.sh, run_gpu_decoder_trace.sh, run_gpu_cuda_tests.sh), from the repository root: $out (the results folder, made
 # with its logs/), $pkg (the unpacked package), $status (0 until a step fails), run(), machine_info(),
 # engine_bench_setup() and random_06b().
 out=${1:-${OUT:-/tmp/steno-diar-out}}
