@@ -1,7 +1,7 @@
 # Sourced by the GPU scripts (bench/run_gpu_diar_check.sh, run_gpu_diar_speed.sh, run_gpu_engine_arms.sh,
-# run_gpu_gemm_candidates.sh, run_gpu_decoder_trace.sh, run_gpu_cuda_tests.sh), from the repository root: $out (the results folder, made
-# with its logs/), $pkg (the unpacked package), $status (0 until a step fails), run(), machine_info(),
-# engine_bench_setup() and random_06b().
+# run_gpu_gemm_candidates.sh, run_gpu_decoder_trace.sh, run_gpu_cuda_tests.sh), from the repository root: $out
+# (the results folder, made with its logs/), $pkg (the unpacked package), $status (0 until a step fails), run(),
+# machine_info(), engine_bench_setup() and random_06b().
 out=${1:-${OUT:-/tmp/steno-diar-out}}
 pkg=${STENO_PKG:-/tmp/steno}
 mkdir -p "$out/logs"
