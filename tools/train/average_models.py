@@ -3,7 +3,7 @@
 
 Checkpoints fine-tuned from a common starting point lie in one basin of the loss, and their weighted average often
 generalizes better than any of them: the bundled model's stage 3 and its continuation (stage 4) averaged 0.7 / 0.3
-made fewer errors on the validation set and on the held-out test sets than either (tools/train/README.md).
+made fewer errors on the validation set than either, and on the test sets than stage 3 (tools/train/README.md).
 
   /usr/bin/python3 tools/train/average_models.py OUT_DIR WEIGHTS MODEL_DIR...
   e.g. average_models.py /tmp/soup 0.7,0.3 models/steno-tdt-small-en /tmp/stage4/model
