@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Issue 18's speed targets checked from one run of bf16 and fp8 arms (bench/run_gpu_engine_arms.sh with
-STENO_ARMS_VAR=STENO_BENCH_DTYPE STENO_ARMS="bf16 fp8"): every target with its figure in each repeat, whether
-every repeat meets it, and by how much the mean misses where it does. Writes Markdown (and JSON with --json).
+"""The engine's later speed targets (docs/benchmarks.md) checked from one run of bf16 and fp8 arms
+(bench/run_gpu_engine_arms.sh with STENO_ARMS_VAR=STENO_BENCH_DTYPE STENO_ARMS="bf16 fp8"): every target with its
+figure in each repeat, whether every repeat meets it, and by how much the mean misses where it does. Writes
+Markdown (and JSON with --json).
 
   python3 bench/engine_targets.py RESULTS_DIR --name NAME [--out FILE.md] [--json FILE.json]
 
@@ -144,7 +145,7 @@ def main(argv=None):
     if not runs["bf16"]:
         sys.exit(f"engine_targets: no {args.name}-bf16-N.json in {args.results}")
     ts = targets(runs["bf16"], runs["fp8"])
-    lines = [f"# Issue 18's speed targets: `{args.name}` (bf16 and fp8 arms, "
+    lines = [f"# The engine's speed targets: `{args.name}` (bf16 and fp8 arms, "
              f"{len(runs['bf16'])} + {len(runs['fp8'])} repeats)", "",
              table(["target", "each repeat", "verdict (every repeat)"], [t.row() for t in ts]), "",
              "Stages (mean of the repeats; ms, decoder steps per encoder frame):", "",

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 18's figures in one call on the GPU machine, each target judged by bench/engine_targets.py:
+# The engine's speed targets (docs/benchmarks.md) in one call on the GPU machine, each judged by
+# bench/engine_targets.py:
 #   1. bf16 and fp8 arms, alternating, twice each (bench/run_gpu_engine_arms.sh: random 0.6b shapes, each arm's
 #      model calibrated in its own precision to 0.4 tokens a frame): end to end at every shape, the offline mix at
 #      every batch size and lane count, the encoder and the decoders at 32 x 45 s -> targets.md, targets.json;
