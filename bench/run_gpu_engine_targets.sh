@@ -10,11 +10,13 @@
 #      (bench/profile_gpu_kernels.sh), and the persistent decoder's phase trace at 32 x 45 s ($STENO_TDT_TRACE).
 # The other CUDA test programs are bench/run_gpu_cuda_tests.sh's call (the two packages do not fit one call).
 #
-# Built here, then the call (carry ["gpu-pkg"]):
+# Built here, then the call (carry ["gpu-pkg/steno-gpu-targets.tar.xz"]; STENO_GPU_PACKAGE names the package,
+# default gpu-pkg/steno-gpu.tar.xz):
 #   STENO_GPU_PROGRAMS="steno cuda_engine_bench engine_cuda_test" \
-#     STENO_GPU_TESTDATA="nemo-tiny-24 nemo-tiny-25 golden-nemo24 golden-nemo25" scripts/package-gpu.sh
+#     STENO_GPU_TESTDATA="nemo-tiny-24 nemo-tiny-25 golden-nemo24 golden-nemo25" \
+#     scripts/package-gpu.sh gpu-pkg/steno-gpu-targets.tar.xz
 #   tools/train/carry_slim.sh out-gpu                      # `back` after the call
-#   STENO_COMMIT=<commit> bench/run_gpu_engine_targets.sh "$OUT"
+#   STENO_GPU_PACKAGE=gpu-pkg/steno-gpu-targets.tar.xz STENO_COMMIT=<commit> bench/run_gpu_engine_targets.sh "$OUT"
 # Results in OUT: targets.md and targets.json (also printed), results.tar.xz (the arms' JSON, the profiles, the
 # trace, machine.txt, logs/). Steps run most important first, each within a time limit, so that a step that
 # hangs costs only its own figures; the exit status is non-zero if any step failed.
@@ -24,7 +26,7 @@ dest=${1:?usage: bench/run_gpu_engine_targets.sh OUT_DIR}
 name=${STENO_TARGETS_NAME:-h200-targets}
 work_out=$(mktemp -d)/engine-targets
 source bench/gpu_diar_common.sh "$work_out"
-mkdir -p "$pkg" && tar xf gpu-pkg/steno-gpu.tar.xz -C "$pkg"
+mkdir -p "$pkg" && tar xf "${STENO_GPU_PACKAGE:-gpu-pkg/steno-gpu.tar.xz}" -C "$pkg"
 engine_bench_setup
 # The device machine's copy of .git can be older than the tree it runs: pass STENO_COMMIT.
 echo "steno commit: ${STENO_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)}" >>"$out/machine.txt"
