@@ -51,6 +51,16 @@ StageTimings& StageTimings::operator+=(const StageTimings& o) {
   return *this;
 }
 
+void Transcriber::set_beam(std::optional<BeamOptions> options) {
+  if (options) {
+    if (!ctx_.device().is_cpu())
+      fail(ErrorCode::kUnimplemented, "beam decoding runs on the CPU engine only (the model is on {}); use greedy "
+           "decoding there", ctx_.device().str());
+    validate(*options, model_->decoder().blank_id());
+  }
+  beam_ = std::move(options);
+}
+
 void Transcriber::set_long_form(double from_seconds, int window) {
   long_from_seconds_ = from_seconds;
   if (window <= 0) {
@@ -130,7 +140,10 @@ std::vector<Transcript> Transcriber::transcribe(const std::vector<std::span<cons
       hyps = gpu->decode(ctx_, cuda_->workspace, enc.encoded, enc.lengths, &stats);
     else
 #endif
-      hyps = m.decoder().decode(host, enc.encoded, enc.lengths, false, &stats);
+      if (beam_)
+        hyps = beam_decode(host, m.decoder().parameters(), enc.encoded, enc.lengths, *beam_, &stats);
+      else
+        hyps = m.decoder().decode(host, enc.encoded, enc.lengths, false, &stats);
     local.decoder_ms = elapsed_ms(start);
     local.decoder_steps = stats.steps;
 

@@ -22,6 +22,7 @@ as the backoff weight: p(w | h) = P(h w) if listed, else bow(h) * p(w | h'), bow
 import argparse
 import collections
 import gzip
+import io
 import math
 import os
 import sys
@@ -38,6 +39,15 @@ def token_char(i):
 
 def char_token(c):
     return ord(c) - TOKEN_OFFSET
+
+
+def open_text_for_writing(path):
+    """A text file, gzip-compressed when the name ends in .gz, with neither a time nor a name in the gzip header:
+    the same model gives the same bytes."""
+    if not path.endswith(".gz"):
+        return open(path, "w", encoding="utf-8")
+    raw = open(path, "wb")
+    return io.TextIOWrapper(gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0), encoding="utf-8")
 
 
 class KneserNey:
@@ -106,8 +116,7 @@ class KneserNey:
         entries[1] = [((w,), self.prob((), w)) for w in range(self.vocab)]
         for k in range(2, self.order + 1):
             entries[k] = [(g, self.prob(g[:-1], g[-1])) for g in sorted(self.counts[k]) if g[-1] != self.bos]
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "wt", encoding="utf-8") as f:
+        with open_text_for_writing(path) as f:
             f.write("\n\\data\\\n")
             f.write(f"ngram 1={len(entries[1]) + 2}\n")
             for k in range(2, self.order + 1):
@@ -133,11 +142,14 @@ class Arpa:
         self.bos = vocab
         self.p, self.bow = {}, {}
         self.order = 0
+        self.unk = -100.0  # a token the file does not list is <unk> to it (as KenLM maps unknown words)
         opener = gzip.open if path.endswith(".gz") else open
         k = 0
         with opener(path, "rt", encoding="utf-8") as f:
             for line in f:
-                line = line.strip()
+                # Only ASCII white space is markup: tokens 33 and 60 are U+0085 and U+00A0, which str.strip() and
+                # str.split() would take for white space (and a token ending a line would be lost).
+                line = line.rstrip("\r\n").strip(" \t")
                 if not line or line.startswith("ngram ") or line == "\\data\\" or line == "\\end\\":
                     continue
                 if line.endswith("-grams:"):
@@ -147,6 +159,8 @@ class Arpa:
                 parts = line.split("\t")
                 words = parts[1].split(" ")
                 if UNK in words:
+                    if len(words) == 1:
+                        self.unk = float(parts[0])
                     continue
                 g = tuple(self.bos if w == BOS else char_token(w) for w in words)
                 self.p[g] = float(parts[0])
@@ -160,7 +174,7 @@ class Arpa:
             if h + (w,) in self.p:
                 return bo + self.p[h + (w,)]
             if not h:
-                return bo + math.log10(1.0 / self.vocab)  # not listed at all: <unk>'s uniform share
+                return bo + self.unk
             bo += self.bow.get(h, 0.0)
             h = h[1:]
 
@@ -186,9 +200,35 @@ def corpus_sentences(path, sp, plain=False):
                 yield sp.encode(text)
 
 
+def write_golden(out_dir):
+    """A small LM and what it must give, for the C++ reader's test (tests/data/lm): toy.arpa, toy.arpa.gz and
+    toy_expected.json (histories and ln p of every token, from the estimate itself, not from the file)."""
+    import json
+    import random
+    rng = random.Random(7)
+    vocab = 64  # ids 33 and 60 are U+0085 and U+00A0, which Unicode counts as white space
+    sents = []
+    for _ in range(300):
+        s = [rng.randrange(vocab)]
+        for _ in range(rng.randrange(1, 9)):
+            s.append((s[-1] + rng.choice((1, 2, 27))) % vocab)
+        sents.append(s)
+    lm = KneserNey(sents, vocab, order=3, min_count=2)
+    os.makedirs(out_dir, exist_ok=True)
+    for name in ("toy.arpa", "toy.arpa.gz"):
+        lm.write_arpa(os.path.join(out_dir, name))
+    histories = [[lm.bos], [lm.bos, 5], [3, 4], [32, 33], [33, 60], [59, 60], [63, 63], [1], []]
+    expected = {"vocab": vocab, "order": 3, "histories": histories,
+                "ln_probs": [[math.log(lm.prob(h, w)) for w in range(vocab)] for h in histories]}
+    with open(os.path.join(out_dir, "toy_expected.json"), "w", encoding="utf-8") as f:
+        json.dump(expected, f)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
+    go = sub.add_parser("golden", help="the C++ reader's test files (tests/data/lm)")
+    go.add_argument("out_dir")
     tr = sub.add_parser("train", help="estimate from a corpus and write ARPA")
     tr.add_argument("--corpus", required=True)
     tr.add_argument("--plain", action="store_true", help="the corpus is one transcript a line")
@@ -198,6 +238,9 @@ def main(argv=None):
     tr.add_argument("--min-count", type=int, default=1, help="drop highest-order n-grams seen fewer times")
     tr.add_argument("--out", required=True, help="ARPA file (.gz: gzip-compressed)")
     args = ap.parse_args(argv)
+    if args.cmd == "golden":
+        write_golden(args.out_dir)
+        return 0
     import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_file=args.tokenizer)
     sents = list(corpus_sentences(args.corpus, sp, args.plain))

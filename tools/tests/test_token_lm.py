@@ -53,16 +53,19 @@ class KneserNeyTest(unittest.TestCase):
             self.assertAlmostEqual(sum(lm.prob(h, w) for w in range(6)), 1.0, places=12, msg=str(h))
 
     def test_the_arpa_file_reads_back_the_same_probabilities(self):
-        lm = token_lm.KneserNey(toy_sentences(), vocab=6, order=3, min_count=2)
+        # 64 tokens: ids 33 and 60 are written as U+0085 and U+00A0, which Python takes for white space.
+        sents = [[(x * 7) % 64 for x in s] for s in toy_sentences(vocab=64, count=400)]
+        lm = token_lm.KneserNey(sents, vocab=64, order=3, min_count=2)
         with tempfile.TemporaryDirectory() as d:
             for name in ("lm.arpa", "lm.arpa.gz"):
                 path = os.path.join(d, name)
                 lm.write_arpa(path)
-                back = token_lm.Arpa(path, 6)
+                back = token_lm.Arpa(path, 64)
                 self.assertEqual(back.order, 3)
-                for h in [[lm.bos], [lm.bos, 1], [2, 3], [4, 4], []]:
+                self.assertEqual(len(back.p), 64 + 1 + sum(len(lm.counts[k]) for k in (2, 3)))  # + <s>
+                for h in [[lm.bos], [lm.bos, 33], [60, 33], [33, 60], [4, 4], []]:
                     ln = back.ln_probs(h)
-                    for w in range(6):
+                    for w in range(64):
                         # 4 decimals of log10 a number, up to 3 numbers a chain: 3 x 0.5e-4 x ln 10 < 5e-4
                         self.assertAlmostEqual(ln[w], math.log(lm.prob(h, w)), delta=5e-4, msg=f"{name} {h} {w}")
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "steno/asr/model.h"
+#include "steno/asr/tdt_beam.h"
 #include "steno/asr/transcript.h"
 #include "steno/ops/context.h"
 
@@ -38,6 +39,10 @@ class Transcriber {
   void set_long_form(double from_seconds, int window);
   bool is_long_form(double seconds) const { return long_encoder_.has_value() && seconds > long_from_seconds_; }
 
+  // Decodes with beam search (tdt_beam.h) instead of NeMo's greedy decoding; nullopt: greedy again. Beam search
+  // runs on the CPU engine only (a model on another device refuses it here, kUnimplemented).
+  void set_beam(std::optional<BeamOptions> options);
+
   // Transcribes the clips as one padded batch. Clips too short to give a single encoder frame get an empty
   // transcript. `timings`, when given, receives this batch's stage timings.
   std::vector<Transcript> transcribe(const std::vector<std::span<const float>>& clips,
@@ -51,6 +56,7 @@ class Transcriber {
   ops::Context& ctx_;
   std::optional<ConformerEncoder> long_encoder_;  // the model's encoder with local attention (set_long_form)
   double long_from_seconds_ = 0;
+  std::optional<BeamOptions> beam_;
   std::optional<ops::Context> host_ctx_;  // CUDA only: host work (a CPU decoder without a CUDA one)
   struct CudaState;                       // CUDA only: the GPU decoder's workspace (buffers, captured graphs)
   std::shared_ptr<CudaState> cuda_;

@@ -1,0 +1,35 @@
+// Beam search for the TDT transducer, with optional shallow fusion of a token n-gram LM: an alternative to NeMo's
+// greedy decoding that keeps several hypotheses, so that the LM can steer between acoustically close spellings.
+// Its own algorithm (not NeMo's default / maes / malsd beams), defined by the PyTorch reference
+// tools/steno_ref/beam.py, which it reproduces (docs/engine.md, "Beam search and LM fusion").
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "steno/asr/tdt_decoder.h"
+#include "steno/asr/token_lm.h"
+#include "steno/core/tensor.h"
+#include "steno/ops/context.h"
+
+namespace steno::asr {
+
+struct BeamOptions {
+  int beam = 8;              // hypotheses kept between rounds
+  int token_candidates = 4;  // tokens a hypothesis expands to (its best by the joint)
+  double lm_alpha = 0.0;     // weight of the LM's ln probability (0: no LM term)
+  double lm_beta = 0.0;      // added per token (offsets the LM's pull towards fewer tokens)
+  double prune = 10.0;       // hypotheses trailing the best finished one by more are dropped
+  std::shared_ptr<const TokenLm> lm;  // null: no LM (lm_alpha must then be 0)
+};
+
+// Checks the options against a decoder's vocabulary (the LM's must match); throws kInvalidArgument.
+void validate(const BeamOptions& options, int vocab_size);
+
+// Beam-decodes each clip of `encoded` [B, T, d_model] (f32, CPU) up to its length, one clip after another, with
+// the decoder's parameters (f32 CPU). Hypotheses carry tokens, their frames and chosen durations, as greedy ones.
+std::vector<Hypothesis> beam_decode(ops::Context& ctx, const TdtDecoder::Parameters& p, const Tensor& encoded,
+                                    const std::vector<int64_t>& lengths, const BeamOptions& options,
+                                    DecodeStats* stats = nullptr);
+
+}  // namespace steno::asr
