@@ -1,6 +1,8 @@
 // The bundled model (models/steno-tdt-small-en) on its committed held-out test set (tests/data/testset), run the
 // way a user runs it: `steno transcribe` with no --model (so the default-model lookup is tested too).
 //   - every transcript equals the PyTorch reference's (reference_transcripts.tsv, tools/transcribe_ref.py);
+//   - the same with beam search and the bundled token LM (`--lm lm.arpa.gz`, docs/engine.md "Beam search and LM
+//     fusion"), against the reference's beam search (reference_beam_lm_transcripts.tsv), with bars of their own;
 //   - each synthesizer's WER (normalize_for_wer + word edit distance) stays within 1 point of the figure measured
 //     when the model was trained (kEspeakWer, kFliteWer, kFestivalWer, also in the README). The second edition
 //     trains on all three families; the espeak-ng set speaks only with held-out voices, the flite and festival
@@ -25,6 +27,11 @@ namespace fs = std::filesystem;
 constexpr double kEspeakWer = 0.0612;
 constexpr double kFliteWer = 0.1962;
 constexpr double kFestivalWer = 0.1694;
+// With the bundled LM, at the weights chosen on the validation set (tools/lm/README.md).
+constexpr double kEspeakBeamLmWer = 0.0635;
+constexpr double kFliteBeamLmWer = 0.1692;
+constexpr double kFestivalBeamLmWer = 0.1435;
+constexpr const char* kBeamLmArgs = " --lm-alpha 0.4 --lm-beta 0.6 --lm ";
 
 struct SetResult {
   std::map<std::string, std::string> hypotheses;  // audio_filepath -> text
@@ -44,11 +51,12 @@ std::string run_capture(const std::string& cmd, int* exit_code) {
   return out;
 }
 
-SetResult transcribe_set(const std::string& name) {
+// `extra`: more `steno transcribe` arguments.
+SetResult transcribe_set(const std::string& name, const std::string& extra) {
   const fs::path dir = fs::path(STENO_TEST_DATA) / "testset" / name;
   std::vector<nlohmann::json> entries;
   std::ifstream manifest(dir / "manifest.jsonl");
-  std::string cmd = std::string("env -u STENO_MODEL ") + STENO_BINARY + " transcribe --format json";
+  std::string cmd = std::string("env -u STENO_MODEL ") + STENO_BINARY + " transcribe --format json" + extra;
   for (std::string line; std::getline(manifest, line);) {
     entries.push_back(nlohmann::json::parse(line));
     cmd += " " + (dir / entries.back()["audio_filepath"].get<std::string>()).string();
@@ -75,9 +83,9 @@ SetResult transcribe_set(const std::string& name) {
   return r;
 }
 
-std::map<std::string, std::string> reference_transcripts(const std::string& name) {
+std::map<std::string, std::string> reference_transcripts(const std::string& name, const std::string& file) {
   std::map<std::string, std::string> ref;
-  std::ifstream in(fs::path(STENO_TEST_DATA) / "testset" / name / "reference_transcripts.tsv");
+  std::ifstream in(fs::path(STENO_TEST_DATA) / "testset" / name / file);
   for (std::string line; std::getline(in, line);) {
     const auto tab = line.find('\t');
     if (tab != std::string::npos) ref[line.substr(0, tab)] = line.substr(tab + 1);
@@ -85,16 +93,19 @@ std::map<std::string, std::string> reference_transcripts(const std::string& name
   return ref;
 }
 
-void expect_same_as_reference(const std::string& name, const SetResult& r) {
-  const auto ref = reference_transcripts(name);
+void expect_same_as_reference(const std::string& name, const std::string& file, const SetResult& r) {
+  const auto ref = reference_transcripts(name, file);
   ASSERT_EQ(ref.size(), r.hypotheses.size()) << name;
   for (const auto& [path, text] : ref) EXPECT_EQ(r.hypotheses.at(path), text) << name << "/" << path;
 }
 
 // One synthesizer's held-out set: transcripts equal the PyTorch reference's, WER within a point of the bar.
-void expect_set_within_bar(const std::string& name, int min_words, double bar) {
-  const SetResult r = transcribe_set(name);
-  expect_same_as_reference(name, r);
+// beam_lm: decoded with beam search and the bundled LM, against the reference's beam search.
+void expect_set_within_bar(const std::string& name, int min_words, double bar, bool beam_lm = false) {
+  const fs::path lm = fs::path(STENO_SOURCE_DIR) / "models/steno-tdt-small-en/lm.arpa.gz";
+  const SetResult r = transcribe_set(name, beam_lm ? kBeamLmArgs + lm.string() : "");
+  expect_same_as_reference(name, beam_lm ? "reference_beam_lm_transcripts.tsv" : "reference_transcripts.tsv", r);
+  if (beam_lm) std::printf("[ measured ] beam search with the bundled LM:\n");
   std::printf("[ measured ] %s WER %.2f %% (%d errors / %d words: %d sub, %d del, %d ins)\n", name.c_str(),
               100 * r.errors.rate(), r.errors.errors(), r.errors.reference_words, r.errors.substitutions,
               r.errors.deletions, r.errors.insertions);
@@ -116,6 +127,10 @@ TEST(BundledModel, FliteTestSetWerAndReferenceTranscripts) { expect_set_within_b
 TEST(BundledModel, FestivalTestSetWerAndReferenceTranscripts) {
   expect_set_within_bar("festival", 350, kFestivalWer);
 }
+
+TEST(BundledModel, EspeakWithBeamAndLm) { expect_set_within_bar("espeak", 400, kEspeakBeamLmWer, true); }
+TEST(BundledModel, FliteWithBeamAndLm) { expect_set_within_bar("flite", 200, kFliteBeamLmWer, true); }
+TEST(BundledModel, FestivalWithBeamAndLm) { expect_set_within_bar("festival", 350, kFestivalBeamLmWer, true); }
 
 }  // namespace
 }  // namespace steno::testing

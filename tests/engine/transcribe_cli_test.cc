@@ -153,6 +153,30 @@ TEST_F(TranscribeCli, BadInputsFailWithAClearMessage) {
   }
 }
 
+// Decoding options that contradict each other, or an LM for another tokenizer, stop with a message naming them.
+TEST_F(TranscribeCli, DecodingOptionsThatDoNotFitAreRefused) {
+  const std::string clip = data_ + "/clip1_4.3s.wav";
+  const std::string bundled_lm = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en/lm.arpa.gz";
+  const struct {
+    std::string args, expect;
+  } cases[] = {
+      {"--lm-alpha 0.3", "need --decoding beam"},
+      {"--decoding greedy --lm " + bundled_lm, "need --decoding beam"},
+      {"--decoding beam --lm-alpha 0.3", "--lm-alpha needs --lm"},
+      {"--lm " + tmp_.string() + "/absent.arpa", "cannot open"},
+      // nemo-tiny has 128 tokens; the bundled LM is for the bundled model's 256.
+      {"--lm " + bundled_lm, "is not a token of this model"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run("transcribe --model " + model_ + " " + c.args + " " + clip);
+    EXPECT_EQ(r.exit_code, 1) << c.args << ": " << r.out;
+    EXPECT_NE(r.out.find(c.expect), std::string::npos) << c.args << ": " << r.out;
+  }
+  // Beam search without an LM runs on any model (its transcripts are checked on the bundled model's test sets).
+  const RunResult beam = run("transcribe --decoding beam --beam-size 2 --model " + model_ + " " + clip);
+  EXPECT_EQ(beam.exit_code, 0) << beam.out;
+}
+
 TEST_F(TranscribeCli, TruncatedFileIsTranscribedWithAWarning) {
   // A test clip cut off inside a FLAC frame, as a crashed recorder leaves it: transcribed as far as it goes, with a
   // warning on stderr and in the JSON, and exit status 0. The bundled model, so that the words are real.

@@ -64,6 +64,7 @@ def main(argv=None):
     ap.add_argument("model")
     ap.add_argument("--lm", help="token LM, ARPA (.gz allowed)")
     ap.add_argument("--settings", required=True, help='"BEAM,ALPHA,BETA;..." (BEAM 0: greedy)')
+    ap.add_argument("--texts", metavar="FILE", help="every clip's transcript of the last setting (TSV: path, text)")
     ap.add_argument("--exclude-sentences-of", default=os.path.join(ROOT, "tests", "data", "testset"),
                     metavar="DIR", help="leave out clips whose sentence is in this set's manifests ('' for none)")
     args = ap.parse_args(argv)
@@ -81,8 +82,10 @@ def main(argv=None):
             sys.exit("eval_beam_ref: ALPHA != 0 needs --lm")
         t0 = time.time()
         tally = {}
+        texts = {}
         for name, path, ref, voice, enc in clips:
             hyp = sp.decode(list(map(int, decode(model, enc, lm, setting))))
+            texts[path] = hyp
             e = edit_distance(normalize(ref).split(), normalize(hyp).split())
             for key in ((name, ""), (name, voice_group(voice)), ("", "")):
                 t = tally.setdefault(key, [0, 0])
@@ -97,6 +100,9 @@ def main(argv=None):
             groups = sorted(g for (m, g) in tally if m == n and g)
             print("    " + n + ": " + ", ".join(f"{g} {100.0 * tally[(n, g)][0] / tally[(n, g)][1]:.1f} %"
                                            for g in groups))
+        if args.texts:
+            with open(args.texts, "w", encoding="utf-8") as f:
+                f.writelines(f"{path}\t{text}\n" for path, text in sorted(texts.items()))
     return 0
 
 

@@ -35,9 +35,9 @@ def voice_group(voice):
     return voice.split("+")[0]
 
 
-def transcribe(steno, model, files):
-    """steno transcribe -f json over the files, in one process -> {file: text}."""
-    run = subprocess.run([steno, "--log-level", "error", "transcribe", "-m", model, "-f", "json"] + files,
+def transcribe(steno, model, files, extra=()):
+    """steno transcribe -f json [extra] over the files, in one process -> {file: text}."""
+    run = subprocess.run([steno, "--log-level", "error", "transcribe", "-m", model, "-f", "json", *extra] + files,
                          capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit(f"eval_heldout: {steno} transcribe -m {model} failed ({run.returncode}): {run.stderr.strip()}")
@@ -45,11 +45,14 @@ def transcribe(steno, model, files):
     return {r["file"]: r["text"] for r in json.loads(out)["files"]}
 
 
-def evaluate(steno, model, sets):
-    """sets: {name: [(audio path, reference text, voice)]} -> {name: {group: [errors, words]}} (group '' = all)."""
+def evaluate(steno, model, sets, extra=(), texts_out=None):
+    """sets: {name: [(audio path, reference text, voice)]} -> {name: {group: [errors, words]}} (group '' = all).
+    texts_out, a dict, receives every clip's transcript."""
     result = {}
     for name, clips in sets.items():
-        texts = transcribe(steno, model, [c[0] for c in clips])
+        texts = transcribe(steno, model, [c[0] for c in clips], extra)
+        if texts_out is not None:
+            texts_out.update(texts)
         tally = {"": [0, 0]}
         for path, ref, voice in clips:
             r, h = normalize(ref).split(), normalize(texts[path]).split()
@@ -90,6 +93,9 @@ def main(argv=None):
     ap.add_argument("--exclude-sentences-of", default=os.path.join(ROOT, "tests", "data", "testset"),
                     metavar="DIR", help="leave out clips whose sentence is in this set's manifests ('' for none)")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    ap.add_argument("--steno-args", default="", metavar="ARGS",
+                    help='more `steno transcribe` arguments, e.g. "--lm LM.arpa.gz --beam-size 8"')
+    ap.add_argument("--texts", metavar="FILE", help="also write every clip's transcript (TSV: path, text)")
     args = ap.parse_args(argv)
     sets = load_sets(args.sets_dir, args.exclude_sentences_of)
     if not sets:
@@ -97,8 +103,9 @@ def main(argv=None):
     for name, clips in sets.items():
         print(f"{name}: {len(clips)} clips")
     report = {}
+    texts = {}
     for model in args.models:
-        res = evaluate(args.steno, model, sets)
+        res = evaluate(args.steno, model, sets, args.steno_args.split(), texts)
         report[model] = res
         total = [sum(t[""][0] for t in res.values()), sum(t[""][1] for t in res.values())]
         cells = [f"{n} {100.0 * t[''][0] / max(1, t[''][1]):.2f} % ({t[''][0]}/{t[''][1]})" for n, t in res.items()]
@@ -109,6 +116,9 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)
+    if args.texts:
+        with open(args.texts, "w", encoding="utf-8") as f:
+            f.writelines(f"{path}\t{text}\n" for path, text in sorted(texts.items()))
     return 0
 
 
