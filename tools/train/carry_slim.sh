@@ -14,11 +14,13 @@
 # alone, since every moved path is tracked.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-paths=(bench tests/data fuzz/corpus fuzz/seeds models/steno-sortformer-small models/silero-vad)
+paths=(bench tests/data fuzz/corpus fuzz/seeds models/steno-sortformer-small models/silero-vad
+       models/steno-tdt-small-en/lm.arpa.gz)
+# The bundled model's token LM (4 MB) goes out of both: beam search runs on the CPU engine only.
 # out-gpu: what the serving benchmarks and the CUDA test programs do not read (the tracked tree is ~85 MB, the
 # package ~31 MB). Of tests/data they read the bundled test set, the encoder-graph test's model
 # (golden/mel128_local_attn) and the reference conversations (sortformer-tiny/conv*.wav): 63.8 of the 64 MiB in all.
-gpu_paths=(bench/results fuzz/corpus fuzz/seeds models/steno-sortformer-small)
+gpu_paths=(bench/results fuzz/corpus fuzz/seeds models/steno-sortformer-small models/steno-tdt-small-en/lm.arpa.gz)
 gpu_keep='^tests/data/(testset/|golden/mel128_local_attn/|sortformer-tiny/conv[0-9]+\.wav$)'
 while IFS= read -r f; do gpu_paths+=("$f"); done < <(git ls-files tests/data | grep -Ev "$gpu_keep")
 place=${2:-../steno-carry-aside}
