@@ -28,8 +28,8 @@ namespace {
 
 // The prediction network after a token prefix: its LSTM state and joint.pred's output.
 struct PredState {
-  std::vector<Tensor> h, c;  // per layer, [1, H]
-  std::vector<float> g;      // [J]
+  std::vector<std::vector<float>> h, c;  // per layer, [H]
+  std::vector<float> g;                  // [J]
 };
 
 struct Hyp {
@@ -53,7 +53,7 @@ class ClipSearch {
     enc_proj_ = Tensor::empty({frames, joint_});
     ops::linear(ctx_, encoded, p_.enc_w, p_.enc_b, enc_proj_);
     Hyp root;
-    root.state = step(nullptr, blank_);  // SOS: the blank row of the embedding is zeros
+    root.state = step({nullptr}, {blank_}).front();  // SOS: the blank row of the embedding is zeros
     cache_.clear();
     std::vector<Hyp> hyps{root}, done;
     const bool use_lm = o_.lm != nullptr && o_.lm_alpha != 0.0;
@@ -74,10 +74,19 @@ class ClipSearch {
           merged[it->second] = std::move(h);
         }
       };
-      for (const Hyp& h : hyps) {
-        if (h.t != t0) continue;
-        const std::shared_ptr<const PredState> state = state_of(h);
-        joint(enc_proj_.data<float>() + h.t * joint_, state->g, lp, lpd);
+      // This round's hypotheses, their states (one batched prediction step for the prefixes not yet stepped) and
+      // their joint outputs (one batched product): the same values as one at a time, in fewer, larger GEMMs.
+      std::vector<const Hyp*> cur;
+      for (const Hyp& h : hyps)
+        if (h.t == t0) cur.push_back(&h);
+      const std::vector<std::shared_ptr<const PredState>> states = states_of(cur);
+      const Tensor logits = joint(enc_proj_.data<float>() + t0 * joint_, states);
+      for (size_t i = 0; i < cur.size(); ++i) {
+        const Hyp& h = *cur[i];
+        const std::shared_ptr<const PredState>& state = states[i];
+        const float* row = logits.data<float>() + static_cast<int64_t>(i) * n_out_;
+        log_softmax(row, lp);
+        log_softmax(row + lp.size(), lpd);
         for (size_t di = 0; di < p_.durations.size(); ++di) {
           const int d = p_.durations[di];
           if (d < 1) continue;
@@ -148,47 +157,74 @@ class ClipSearch {
   }
 
  private:
-  // The state after h's tokens: made on the first expansion of a token prefix and kept for the clip.
-  std::shared_ptr<const PredState> state_of(const Hyp& h) {
-    if (h.state) return h.state;
-    auto& cached = cache_[h.tokens];
-    if (!cached) cached = step(h.parent, h.tokens.back());
-    return cached;
-  }
-
-  // One prediction-network step from `from` (null: the zero state) on `token`.
-  std::shared_ptr<const PredState> step(const std::shared_ptr<const PredState>& from, int token) {
-    const int64_t hidden = p_.embed.dim(1), layers = static_cast<int64_t>(p_.w_ih.size());
-    auto next = std::make_shared<PredState>();
-    Tensor x = Tensor::from_vector(std::vector<float>(p_.embed.data<float>() + token * hidden,
-                                                      p_.embed.data<float>() + (token + 1) * hidden),
-                                   {1, hidden});
-    for (int64_t l = 0; l < layers; ++l) {
-      const Tensor h = from ? from->h[l] : Tensor::zeros({1, p_.w_hh[l].dim(1)});
-      const Tensor c = from ? from->c[l] : Tensor::zeros({1, p_.w_hh[l].dim(1)});
-      Tensor h2 = Tensor::empty(h.shape()), c2 = Tensor::empty(c.shape());
-      ops::lstm_cell(ctx_, x, h, c, p_.w_ih[l], p_.w_hh[l], p_.b_ih[l], p_.b_hh[l], h2, c2);
-      next->h.push_back(h2);
-      next->c.push_back(c2);
-      x = h2;
+  // The states after each hypothesis's tokens: a token prefix is stepped once, when a hypothesis holding it is
+  // first expanded (most token expansions are pruned before), all of a round's new prefixes in one batch.
+  std::vector<std::shared_ptr<const PredState>> states_of(const std::vector<const Hyp*>& hyps) {
+    std::vector<const PredState*> from;
+    std::vector<int> tokens;
+    std::vector<const std::vector<int>*> prefixes;
+    for (const Hyp* h : hyps) {
+      if (h->state || cache_.count(h->tokens)) continue;
+      if (std::find_if(prefixes.begin(), prefixes.end(), [&](auto* p) { return *p == h->tokens; }) != prefixes.end())
+        continue;
+      from.push_back(h->parent.get());
+      tokens.push_back(h->tokens.back());
+      prefixes.push_back(&h->tokens);
     }
-    Tensor g = Tensor::empty({1, joint_});
-    ops::linear(ctx_, x, p_.pred_w, p_.pred_b, g);
-    next->g.assign(g.data<float>(), g.data<float>() + joint_);
-    if (stats_) ++stats_->lstm_updates;
-    return next;
+    if (!tokens.empty()) {
+      std::vector<std::shared_ptr<const PredState>> made = step(from, tokens);
+      for (size_t i = 0; i < made.size(); ++i) cache_[*prefixes[i]] = std::move(made[i]);
+    }
+    std::vector<std::shared_ptr<const PredState>> out;
+    for (const Hyp* h : hyps) out.push_back(h->state ? h->state : cache_.at(h->tokens));
+    return out;
   }
 
-  // ln softmax over the labels (tokens and blank) and over the durations of joint(enc_row, g).
-  void joint(const float* enc_row, const std::vector<float>& g, std::vector<double>& lp, std::vector<double>& lpd) {
-    Tensor act = Tensor::empty({1, joint_}), logits = Tensor::empty({1, n_out_});
-    float* a = act.data<float>();
-    for (int64_t j = 0; j < joint_; ++j) a[j] = std::max(0.0f, enc_row[j] + g[static_cast<size_t>(j)]);
+  // One prediction-network step for each row: from from[i] (null: the zero state) on tokens[i].
+  std::vector<std::shared_ptr<const PredState>> step(const std::vector<const PredState*>& from,
+                                                     const std::vector<int>& tokens) {
+    const int64_t m = static_cast<int64_t>(tokens.size()), in = p_.embed.dim(1);
+    const size_t layers = p_.w_ih.size();
+    Tensor x = Tensor::empty({m, in});
+    for (int64_t i = 0; i < m; ++i)
+      std::copy_n(p_.embed.data<float>() + static_cast<int64_t>(tokens[i]) * in, in, x.data<float>() + i * in);
+    std::vector<std::shared_ptr<PredState>> next(static_cast<size_t>(m));
+    for (auto& n : next) n = std::make_shared<PredState>();
+    for (size_t l = 0; l < layers; ++l) {
+      const int64_t hidden = p_.w_hh[l].dim(1);
+      Tensor h = Tensor::zeros({m, hidden}), c = Tensor::zeros({m, hidden});
+      for (int64_t i = 0; i < m; ++i)
+        if (const PredState* f = from[static_cast<size_t>(i)]) {
+          std::copy(f->h[l].begin(), f->h[l].end(), h.data<float>() + i * hidden);
+          std::copy(f->c[l].begin(), f->c[l].end(), c.data<float>() + i * hidden);
+        }
+      ops::lstm_cell(ctx_, x, h, c, p_.w_ih[l], p_.w_hh[l], p_.b_ih[l], p_.b_hh[l], h, c);
+      for (int64_t i = 0; i < m; ++i) {
+        next[static_cast<size_t>(i)]->h.emplace_back(h.data<float>() + i * hidden, h.data<float>() + (i + 1) * hidden);
+        next[static_cast<size_t>(i)]->c.emplace_back(c.data<float>() + i * hidden, c.data<float>() + (i + 1) * hidden);
+      }
+      x = h;
+    }
+    Tensor g = Tensor::empty({m, joint_});
+    ops::linear(ctx_, x, p_.pred_w, p_.pred_b, g);
+    for (int64_t i = 0; i < m; ++i)
+      next[static_cast<size_t>(i)]->g.assign(g.data<float>() + i * joint_, g.data<float>() + (i + 1) * joint_);
+    if (stats_) stats_->lstm_updates += m;
+    return {next.begin(), next.end()};
+  }
+
+  // The joint's outputs [n, n_out] for n prediction states at one encoder frame.
+  Tensor joint(const float* enc_row, const std::vector<std::shared_ptr<const PredState>>& states) {
+    const int64_t n = static_cast<int64_t>(states.size());
+    Tensor act = Tensor::empty({n, joint_}), logits = Tensor::empty({n, n_out_});
+    for (int64_t i = 0; i < n; ++i) {
+      float* a = act.data<float>() + i * joint_;
+      const std::vector<float>& g = states[static_cast<size_t>(i)]->g;
+      for (int64_t j = 0; j < joint_; ++j) a[j] = std::max(0.0f, enc_row[j] + g[static_cast<size_t>(j)]);
+    }
     ops::linear(ctx_, act, p_.out_w, p_.out_b, logits);
-    if (stats_) ++stats_->steps;
-    const float* row = logits.data<float>();
-    log_softmax(row, lp);
-    log_softmax(row + lp.size(), lpd);
+    if (stats_) stats_->steps += n;
+    return logits;
   }
 
   static void log_softmax(const float* x, std::vector<double>& out) {
