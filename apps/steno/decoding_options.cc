@@ -5,7 +5,7 @@
 namespace steno::cli {
 
 // With an LM the weights chosen on the bundled model's validation set (tools/lm/README.md); without, none.
-constexpr double kDefaultLmAlpha = 0.5, kDefaultLmBeta = 0.5;
+constexpr double kDefaultLmAlpha = 0.4, kDefaultLmBeta = 0.6;
 
 void DecodingOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--decoding", decoding,
@@ -15,8 +15,8 @@ void DecodingOptions::add_to(CLI::App* cmd) {
   cmd->add_option("--lm", lm,
                   "Token n-gram LM fused into beam search: ARPA or ARPA.gz over the model's tokens, token i written "
                   "as the character U+(i+100) as NeMo's token LMs are (tools/lm/token_lm.py makes one)");
-  cmd->add_option("--lm-alpha", lm_alpha, "Weight of the LM's log probability (default 0.5 with --lm)");
-  cmd->add_option("--lm-beta", lm_beta, "Score added per token with the LM (default 0.5 with --lm, 0 without)");
+  cmd->add_option("--lm-alpha", lm_alpha, "Weight of the LM's log probability (default 0.4 with --lm)");
+  cmd->add_option("--lm-beta", lm_beta, "Score added per token with the LM (default 0.6 with --lm, 0 without)");
 }
 
 std::optional<asr::BeamOptions> DecodingOptions::beam(int vocab_size) const {
