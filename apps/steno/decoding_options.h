@@ -4,23 +4,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include <optional>
-#include <string>
-
 #include "steno/asr/tdt_beam.h"
 
 namespace steno::cli {
 
-struct DecodingOptions {
-  std::string decoding;  // "greedy", "beam"; empty: beam when --lm is given, else greedy
-  int beam_size = 8;
-  std::string lm;  // token LM, ARPA or ARPA.gz (tools/lm/token_lm.py)
-  std::optional<double> lm_alpha, lm_beta;
-
-  void add_to(CLI::App* cmd);
-  // The beam settings these options ask for (nullopt: greedy), the LM loaded for a tokenizer of vocab_size
-  // tokens. Options that contradict each other throw naming them.
-  std::optional<asr::BeamOptions> beam(int vocab_size) const;
-};
+// Registers the flags of `request` (asr::DecodingRequest::resolve gives the beam settings) on `cmd`.
+void add_decoding_options(CLI::App* cmd, asr::DecodingRequest& request);
 
 }  // namespace steno::cli

@@ -30,7 +30,7 @@ struct TranscribeOptions {
   std::string model;
   std::string format = "text";
   ComputeOptions compute;
-  DecodingOptions decoding;
+  asr::DecodingRequest decoding;
   int batch_size = 8;
   int local_attention = 0;
   double max_audio_seconds = 4 * 3600;
@@ -118,7 +118,7 @@ int run_transcribe(const TranscribeOptions& opt) {
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   asr::Transcriber transcriber(model, ctx);
-  transcriber.set_beam(opt.decoding.beam(model->decoder().blank_id()));
+  transcriber.set_beam(opt.decoding.resolve(model->decoder().blank_id()));
   std::optional<Diarizer> diarizer;
   if (opt.diarize) {
     diarizer.emplace(opt.diarizer, compute);
@@ -289,7 +289,7 @@ Run add_transcribe_command(CLI::App& app) {
                   "Model directory or .nemo checkpoint (default: $STENO_MODEL or the bundled model)");
   cmd->add_option("-f,--format", opt->format, "Output: text (one line per file) or json (words, segments, timings)");
   add_compute_options(cmd, opt->compute);
-  opt->decoding.add_to(cmd);
+  add_decoding_options(cmd, opt->decoding);
   cmd->add_option("-b,--batch-size", opt->batch_size, "Files per batch (sorted by length first)");
   cmd->add_option("--local-attention", opt->local_attention,
                   "Use banded local attention of this half-width in encoder frames (NeMo rel_pos_local_attn; "

@@ -24,6 +24,25 @@ void validate(const BeamOptions& o, int vocab_size) {
                 vocab_size);
 }
 
+std::optional<BeamOptions> DecodingRequest::resolve(int vocab_size) const {
+  STENO_CHECK(decoding.empty() || decoding == "greedy" || decoding == "beam", "decoding must be greedy or beam, got '{}'",
+              decoding);
+  const bool beam_search = decoding == "beam" || (decoding.empty() && !lm.empty());
+  if (!beam_search) {
+    STENO_CHECK(lm.empty() && !lm_alpha && !lm_beta, "an LM and its weights need beam decoding (--decoding beam)");
+    return std::nullopt;
+  }
+  BeamOptions o;
+  o.beam = beam_size;
+  if (!lm.empty()) o.lm = std::make_shared<const TokenLm>(TokenLm::load(lm, vocab_size));
+  STENO_CHECK(o.lm || !lm_alpha || *lm_alpha == 0.0, "an LM weight (--lm-alpha) needs an LM (--lm)");
+  constexpr double kAlpha = 0.4, kBeta = 0.6;  // chosen on the bundled model's validation set (tools/lm/README.md)
+  o.lm_alpha = o.lm ? lm_alpha.value_or(kAlpha) : 0.0;
+  o.lm_beta = lm_beta.value_or(o.lm ? kBeta : 0.0);
+  validate(o, vocab_size);
+  return o;
+}
+
 namespace {
 
 // The prediction network after a token prefix: its LSTM state and joint.pred's output.

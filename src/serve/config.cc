@@ -34,6 +34,18 @@ std::vector<std::string> default_asr_aliases() {
   return {"whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe", "gpt-4o-transcribe-diarize", "default"};
 }
 
+asr::DecodingRequest ModelConfig::decoding_request() const {
+  asr::DecodingRequest r;
+  r.decoding = decoding;
+  r.beam_size = beam_size;
+  r.lm = lm;
+  if (!lm.empty()) {
+    r.lm_alpha = lm_alpha;
+    r.lm_beta = lm_beta;
+  }
+  return r;
+}
+
 DType ModelConfig::compute_dtype() const {
   if (fp8_linears()) return DType::kBF16;
   if (!dtype.empty()) return parse_dtype(dtype);
@@ -97,6 +109,14 @@ void validate_model(const ModelConfig& m) {
   STENO_CHECK(m.max_queue_delay_ms >= 0, "max_queue_delay_ms must be >= 0, got {}", m.max_queue_delay_ms);
   STENO_CHECK(m.max_queue_size >= 0, "max_queue_size must be >= 0, got {}", m.max_queue_size);
   STENO_CHECK(m.gemm == "onednn" || m.gemm == "openblas", "gemm must be onednn or openblas, got '{}'", m.gemm);
+  STENO_CHECK(m.decoding.empty() || m.decoding == "greedy" || m.decoding == "beam",
+              "decoding must be greedy or beam, got '{}'", m.decoding);
+  STENO_CHECK(m.beam_size >= 1 && m.beam_size <= 256, "beam_size must be in 1..256, got {}", m.beam_size);
+  const bool beam = m.decoding == "beam" || (m.decoding.empty() && !m.lm.empty());
+  STENO_CHECK(m.decoding != "greedy" || m.lm.empty(), "lm needs decoding beam (decoding is greedy)");
+  if (beam && (m.share != ShareMode::kLanes || m.device.rfind("cpu", 0) != 0))
+    fail(ErrorCode::kUnimplemented, "beam decoding runs in lanes on the CPU only (share '{}', device '{}')",
+         share_mode_name(m.share), m.device);
   const Device device = m.parsed_device();  // throws naming the text (the whole list is parsed)
   const DType dtype = m.compute_dtype();
   STENO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,

@@ -15,9 +15,11 @@ namespace {
 
 class TranscriberRunner final : public BatchRunner {
  public:
-  TranscriberRunner(std::shared_ptr<const asr::AsrModel> model, ops::Context ctx, LongForm long_form = {})
+  TranscriberRunner(std::shared_ptr<const asr::AsrModel> model, ops::Context ctx, LongForm long_form = {},
+                    std::optional<asr::BeamOptions> beam = std::nullopt)
       : ctx_(std::move(ctx)), transcriber_(std::move(model), ctx_), long_form_(long_form) {
     if (long_form_.from_seconds > 0) transcriber_.set_long_form(long_form_.from_seconds, long_form_.window);
+    transcriber_.set_beam(std::move(beam));
   }
 
   // Long clips run one at a time (local attention), the rest as one batch: a short clip is never padded to an
@@ -59,12 +61,13 @@ class TranscriberRunner final : public BatchRunner {
 }  // namespace
 
 RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads, ops::GemmBackend gemm,
-                                  LongForm long_form) {
+                                  LongForm long_form, std::optional<asr::BeamOptions> beam) {
   STENO_CHECK(model != nullptr, "transcriber_runners needs a model");
-  return [model = std::move(model), threads, gemm, long_form](int) -> std::unique_ptr<BatchRunner> {
+  return [model = std::move(model), threads, gemm, long_form, beam](int) -> std::unique_ptr<BatchRunner> {
     const Device device = model->device();
     return std::make_unique<TranscriberRunner>(
-        model, device.is_cpu() ? ops::Context::cpu(threads, gemm) : ops::Context::cuda(device.index), long_form);
+        model, device.is_cpu() ? ops::Context::cpu(threads, gemm) : ops::Context::cuda(device.index), long_form,
+        beam);
   };
 }
 

@@ -64,8 +64,10 @@ using RunnerFactory = std::function<std::unique_ptr<BatchRunner>(int lane)>;
 // The Transcriber runner over the shared model, on the model's device: on the CPU, a Context of `threads`
 // threads (0 = default) with `gemm`; on CUDA, a Context of its own (its own stream, memory pool and cuBLASLt
 // workspace) per lane, so the lanes' batches overlap on the GPU over one copy of the weights.
+// `beam`: every lane decodes with beam search (tdt_beam.h; CPU models only), else greedily.
 RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads,
-                                  ops::GemmBackend gemm = ops::GemmBackend::kOneDnn, LongForm long_form = {});
+                                  ops::GemmBackend gemm = ops::GemmBackend::kOneDnn, LongForm long_form = {},
+                                  std::optional<asr::BeamOptions> beam = std::nullopt);
 
 // The diarizer's runners (diarizer_lanes.cc): a Sortformer model served by lanes as transcriber_runners serves an
 // ASR model; each answer a DiarizationResult after the model's own post-processing.

@@ -278,6 +278,19 @@ std::vector<Option> make_options() {
                                                         "per executor on a CPU, executors x max batch / 2 on a GPU)"},
                    STENO_FIELD(model.pieces_in_flight)));
 
+  const std::string dec = "Decoding";
+  t.push_back(bind(dec, {"decoding", {}, "MODE", "greedy (NeMo's) or beam (beam search; CPU lanes only) (\"\": beam "
+                                                 "when lm is given, else greedy)"},
+                   STENO_FIELD(model.decoding)));
+  t.push_back(bind(dec, {"beam-size", {}, "N", "Hypotheses beam search keeps"}, STENO_FIELD(model.beam_size)));
+  t.push_back(bind(dec, {"lm", {}, "FILE", "Token n-gram LM fused into beam search: ARPA or ARPA.gz over the model's "
+                                           "tokens, token i written as the character U+(i+100), as NeMo's token LMs "
+                                           "are (e.g. the bundled model's lm.arpa.gz)"},
+                   STENO_FIELD(model.lm)));
+  t.push_back(bind(dec, {"lm-alpha", {}, "A", "Weight of the LM's log probability (with lm)"},
+                   STENO_FIELD(model.lm_alpha)));
+  t.push_back(bind(dec, {"lm-beta", {}, "B", "Score added per token (with lm)"}, STENO_FIELD(model.lm_beta)));
+
   const std::string exec = "Executors";
   t.push_back(bind(exec, {"share", {}, "MODE", "How the executors share the device: lanes (threads over one weight "
                                                 "copy), processes (worker processes), mps (worker processes under CUDA "

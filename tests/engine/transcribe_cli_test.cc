@@ -160,9 +160,9 @@ TEST_F(TranscribeCli, DecodingOptionsThatDoNotFitAreRefused) {
   const struct {
     std::string args, expect;
   } cases[] = {
-      {"--lm-alpha 0.3", "need --decoding beam"},
-      {"--decoding greedy --lm " + bundled_lm, "need --decoding beam"},
-      {"--decoding beam --lm-alpha 0.3", "--lm-alpha needs --lm"},
+      {"--lm-alpha 0.3", "need beam decoding"},
+      {"--decoding greedy --lm " + bundled_lm, "need beam decoding"},
+      {"--decoding beam --lm-alpha 0.3", "needs an LM"},
       {"--lm " + tmp_.string() + "/absent.arpa", "cannot open"},
       // nemo-tiny has 128 tokens; the bundled LM is for the bundled model's 256.
       {"--lm " + bundled_lm, "is not a token of this model"},

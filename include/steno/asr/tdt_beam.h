@@ -5,6 +5,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "steno/asr/tdt_decoder.h"
@@ -25,6 +27,18 @@ struct BeamOptions {
 
 // Checks the options against a decoder's vocabulary (the LM's must match); throws kInvalidArgument.
 void validate(const BeamOptions& options, int vocab_size);
+
+// How a user asks for decoding (steno transcribe's flags, steno serve's settings): "greedy" or "beam" (empty: beam
+// when an LM is given), the beam size, an LM file and its weights (unset: alpha 0.4 and beta 0.6 with an LM, the
+// bundled model's chosen weights; none without). Gives the beam settings, the LM loaded for vocab_size tokens, or
+// nullopt for greedy decoding; options that contradict each other throw naming them.
+struct DecodingRequest {
+  std::string decoding;
+  int beam_size = 8;
+  std::string lm;
+  std::optional<double> lm_alpha, lm_beta;
+  std::optional<BeamOptions> resolve(int vocab_size) const;
+};
 
 // Beam-decodes each clip of `encoded` [B, T, d_model] (f32, CPU) up to its length, one clip after another, with
 // the decoder's parameters (f32 CPU). Hypotheses carry tokens, their frames and chosen durations, as greedy ones.

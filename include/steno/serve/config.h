@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "steno/asr/tdt_beam.h"
 #include "steno/core/device.h"
 #include "steno/core/dtype.h"
 
@@ -49,6 +50,13 @@ struct ModelConfig {
   double piece_seconds = 10;
   int pieces_in_flight = 0;
   std::string vad = "auto";  // off | on | auto: transcribe only the speech (docs/vad.md)
+  // Decoding: greedy (NeMo's) or beam search with an optional token LM (steno/asr/tdt_beam.h), CPU lanes only.
+  // The LM's weights apply when there is an LM.
+  std::string decoding;  // greedy | beam; "": beam when lm is given, else greedy
+  int beam_size = 8;
+  std::string lm;
+  double lm_alpha = 0.4, lm_beta = 0.6;
+  asr::DecodingRequest decoding_request() const;
   // Executors.
   ShareMode share = ShareMode::kLanes;
   int executors = 1;

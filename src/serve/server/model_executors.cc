@@ -205,7 +205,8 @@ BuiltModel build_model(const ServeConfig& config) {
         m.share == ShareMode::kGreen
             ? green_transcriber_runners(model, m.green_sms, {m.executors, built.green[g]})
             : transcriber_runners(model, threads_per_executor(m.executors, m.threads_per_executor),
-                                  ops::parse_gemm_backend(m.gemm), LongForm{m.long_audio_seconds, m.long_attention});
+                                  ops::parse_gemm_backend(m.gemm), LongForm{m.long_audio_seconds, m.long_attention},
+                                  m.decoding_request().resolve(model->decoder().blank_id()));
     makers.push_back(lane_maker(runners, m.executors, device, on_device_fault(spec.devices)));
   }
   spec.executors = grouped(spec.devices, std::move(makers));

@@ -34,6 +34,42 @@ TEST(ServeCli, RefusesUnsafeOrInvalidSettings) {
   EXPECT_EQ(rc, 1);
   EXPECT_NE(out.find("unknown setting 'prot'"), std::string::npos) << out;
   fs::remove(config);
+
+  // Beam decoding runs in CPU lanes only: elsewhere it is refused before anything loads.
+  const std::string lm = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en/lm.arpa.gz";
+  out = run(std::string(STENO_BINARY) + " serve --port 0 --share processes --lm " + lm, &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("beam decoding runs in lanes on the CPU only (share 'processes'"), std::string::npos) << out;
+  out = run(std::string(STENO_BINARY) + " serve --port 0 --decoding greedy --lm " + lm, &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("lm needs decoding beam"), std::string::npos) << out;
+}
+
+// `steno serve --lm`: the lanes decode with beam search and the bundled LM, as `steno transcribe --lm` does (the
+// clip is one whose transcript the LM changes: greedy decoding gives "being allowed or imlovate").
+TEST(ServeCli, BeamSearchWithTheBundledLmAsTranscribeDoes) {
+  const fs::path dir = fs::temp_directory_path() / ("steno-http-beam-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string lm = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en/lm.arpa.gz";
+  const std::string cmd = "(" + std::string(STENO_BINARY) + " serve --port 0 --lm " + lm + " 2>" +
+                          (dir / "log").string() + " & echo $! > " + (dir / "pid").string() + "; wait $!) &";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  int port = 0;
+  const std::regex listening("on http://127\\.0\\.0\\.1:([0-9]+)");
+  for (int i = 0; i < 200 && port == 0; ++i) {
+    std::smatch m;
+    const std::string log = slurp(dir / "log");
+    if (std::regex_search(log, m, listening)) port = std::stoi(m[1]);
+    else std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_GT(port, 0) << slurp(dir / "log");
+  const std::string clip =
+      (fs::path(STENO_TEST_DATA) / "testset/festival/audio/festival-test-0000002.flac").string();
+  const CurlResult r = curl(static_cast<uint16_t>(port), "/v1/audio/transcriptions", "-F 'file=@" + clip + "'");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body, nullptr, false)["text"], "being allowed or in love with") << r.body;
+  kill(std::stoi(slurp(dir / "pid")), SIGTERM);
+  fs::remove_all(dir);
 }
 
 TEST(ServeCli, ServesThenDrainsOnSigterm) {
