@@ -52,12 +52,7 @@ StageTimings& StageTimings::operator+=(const StageTimings& o) {
 }
 
 void Transcriber::set_beam(std::optional<BeamOptions> options) {
-  if (options) {
-    if (!ctx_.device().is_cpu())
-      fail(ErrorCode::kUnimplemented, "beam decoding runs on the CPU engine only (the model is on {}); use greedy "
-           "decoding there", ctx_.device().str());
-    validate(*options, model_->decoder().blank_id());
-  }
+  if (options) validate(*options, model_->decoder().blank_id());
   beam_ = std::move(options);
 }
 
@@ -68,6 +63,16 @@ void Transcriber::set_long_form(double from_seconds, int window) {
     return;
   }
   long_encoder_.emplace(model_->encoder().with_attention_window({window, window}));
+}
+
+// Beam search runs on the host over the CPU decoder's weights: a GPU encoder's output comes down to it in f32.
+Tensor Transcriber::on_host_f32(const Tensor& t) {
+  if (t.device().is_cpu() && t.dtype() == DType::kF32) return t;
+  const Tensor f32 = t.dtype() == DType::kF32 ? t : ops::to_context(ctx_, t, DType::kF32);
+  Tensor out = Tensor::empty(f32.shape());
+  ops::copy(ctx_, f32, out);
+  ctx_.synchronize();
+  return out;
 }
 
 Features Transcriber::features(const std::vector<std::span<const float>>& clips) {
@@ -135,15 +140,16 @@ std::vector<Transcript> Transcriber::transcribe(const std::vector<std::span<cons
     start = std::chrono::steady_clock::now();
     DecodeStats stats;
     std::vector<Hypothesis> hyps;
+    if (beam_) {
+      hyps = beam_decode(host, m.decoder().parameters(), on_host_f32(enc.encoded), enc.lengths, *beam_, &stats);
+    } else {
 #if STENO_HAVE_CUDA
-    if (const CudaTdtDecoder* gpu = m.cuda_decoder())
-      hyps = gpu->decode(ctx_, cuda_->workspace, enc.encoded, enc.lengths, &stats);
-    else
-#endif
-      if (beam_)
-        hyps = beam_decode(host, m.decoder().parameters(), enc.encoded, enc.lengths, *beam_, &stats);
+      if (const CudaTdtDecoder* gpu = m.cuda_decoder())
+        hyps = gpu->decode(ctx_, cuda_->workspace, enc.encoded, enc.lengths, &stats);
       else
+#endif
         hyps = m.decoder().decode(host, enc.encoded, enc.lengths, false, &stats);
+    }
     local.decoder_ms = elapsed_ms(start);
     local.decoder_steps = stats.steps;
 

@@ -114,9 +114,8 @@ void validate_model(const ModelConfig& m) {
   STENO_CHECK(m.beam_size >= 1 && m.beam_size <= 256, "beam_size must be in 1..256, got {}", m.beam_size);
   const bool beam = m.decoding == "beam" || (m.decoding.empty() && !m.lm.empty());
   STENO_CHECK(m.decoding != "greedy" || m.lm.empty(), "lm needs decoding beam (decoding is greedy)");
-  if (beam && (m.share != ShareMode::kLanes || m.device.rfind("cpu", 0) != 0))
-    fail(ErrorCode::kUnimplemented, "beam decoding runs in lanes on the CPU only (share '{}', device '{}')",
-         share_mode_name(m.share), m.device);
+  if (beam && m.share != ShareMode::kLanes)
+    fail(ErrorCode::kUnimplemented, "beam decoding runs in lanes only (share is '{}')", share_mode_name(m.share));
   const Device device = m.parsed_device();  // throws naming the text (the whole list is parsed)
   const DType dtype = m.compute_dtype();
   STENO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,

@@ -279,8 +279,8 @@ std::vector<Option> make_options() {
                    STENO_FIELD(model.pieces_in_flight)));
 
   const std::string dec = "Decoding";
-  t.push_back(bind(dec, {"decoding", {}, "MODE", "greedy (NeMo's) or beam (beam search; CPU lanes only) (\"\": beam "
-                                                 "when lm is given, else greedy)"},
+  t.push_back(bind(dec, {"decoding", {}, "MODE", "greedy (NeMo's) or beam (beam search, on the host; lanes only) (\"\": "
+                                                 "beam when lm is given, else greedy)"},
                    STENO_FIELD(model.decoding)));
   t.push_back(bind(dec, {"beam-size", {}, "N", "Hypotheses beam search keeps"}, STENO_FIELD(model.beam_size)));
   t.push_back(bind(dec, {"lm", {}, "FILE", "Token n-gram LM fused into beam search: ARPA or ARPA.gz over the model's "

@@ -39,8 +39,8 @@ class Transcriber {
   void set_long_form(double from_seconds, int window);
   bool is_long_form(double seconds) const { return long_encoder_.has_value() && seconds > long_from_seconds_; }
 
-  // Decodes with beam search (tdt_beam.h) instead of NeMo's greedy decoding; nullopt: greedy again. Beam search
-  // runs on the CPU engine only (a model on another device refuses it here, kUnimplemented).
+  // Decodes with beam search (tdt_beam.h) instead of NeMo's greedy decoding; nullopt: greedy again. The search
+  // runs on the host, over the CPU decoder's weights; a GPU model's encoder output comes down to it.
   void set_beam(std::optional<BeamOptions> options);
 
   // Transcribes the clips as one padded batch. Clips too short to give a single encoder frame get an empty
@@ -51,6 +51,7 @@ class Transcriber {
  private:
   // The batch's features on ctx_'s device (the CUDA front end there, the CPU one on the host), f32.
   Features features(const std::vector<std::span<const float>>& clips);
+  Tensor on_host_f32(const Tensor& t);  // t on the host in f32 (itself when it already is)
 
   std::shared_ptr<const AsrModel> model_;
   ops::Context& ctx_;

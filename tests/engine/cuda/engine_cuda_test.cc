@@ -169,7 +169,9 @@ struct BundledRun {
   asr::WordErrors cuda_all, cpu_all;        // both sets (espeak and flite) against their true texts
 };
 
-BundledRun run_bundled(const Precision& precision) {
+// beam: decoded with beam search and the bundled LM (the search on the host over the CUDA encoder's output),
+// against the CPU engine's beam search (reference_beam_lm_transcripts.tsv, checked by bundled_model_test).
+BundledRun run_bundled(const Precision& precision, bool beam = false) {
   asr::ModelOverrides o;
   o.device = Device::cuda(0);
   o.dtype = precision.dtype;
@@ -177,6 +179,11 @@ BundledRun run_bundled(const Precision& precision) {
   auto model = asr::AsrModel::load(fs::path(STENO_SOURCE_DIR) / "models" / "steno-tdt-small-en", o);
   ops::Context ctx = ops::Context::cuda(0);
   asr::Transcriber transcriber(model, ctx);
+  if (beam) {
+    asr::DecodingRequest request;
+    request.lm = (fs::path(STENO_SOURCE_DIR) / "models/steno-tdt-small-en/lm.arpa.gz").string();
+    transcriber.set_beam(request.resolve(model->decoder().blank_id()));
+  }
   BundledRun run;
   for (const std::string set : {"espeak", "flite"}) {
     const fs::path dir = fs::path(STENO_TEST_DATA) / "testset" / set;
@@ -186,7 +193,7 @@ BundledRun run_bundled(const Precision& precision) {
       const auto e = nlohmann::json::parse(line);
       truth[e.at("audio_filepath").get<std::string>()] = e.at("text").get<std::string>();
     }
-    std::ifstream in(dir / "reference_transcripts.tsv");
+    std::ifstream in(dir / (beam ? "reference_beam_lm_transcripts.tsv" : "reference_transcripts.tsv"));
     std::vector<std::string> paths, refs;
     for (std::string line; std::getline(in, line);) {
       const auto tab = line.find('\t');
@@ -220,9 +227,9 @@ BundledRun run_bundled(const Precision& precision) {
       }
     }
   }
-  std::printf("[ measured ] bundled model on CUDA %s: %d of %d transcripts equal the CPU engine's; espeak WER "
+  std::printf("[ measured ] bundled model on CUDA %s%s: %d of %d transcripts equal the CPU engine's; espeak WER "
               "%.2f %% (CPU %.2f %%); both sets %.2f %% (CPU %.2f %%)\n",
-              precision.name().c_str(), run.equal, run.compared, 100 * run.cuda_errors.rate(),
+              precision.name().c_str(), beam ? " with beam search and the LM" : "", run.equal, run.compared, 100 * run.cuda_errors.rate(),
               100 * run.cpu_errors.rate(), 100 * run.cuda_all.rate(), 100 * run.cpu_all.rate());
   return run;
 }
@@ -242,6 +249,18 @@ TEST_P(BundledCudaTest, TranscriptsEqualTheCpuEngines) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, BundledCudaTest, ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// Beam search with the bundled LM over the CUDA encoder: f32 gives the CPU engine's transcripts, bf16 the same
+// bound as greedy decoding.
+TEST_P(BundledCudaTest, BeamSearchWithTheLmAsOnTheCpu) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const DType dtype = GetParam();
+  if (dtype == DType::kF16) GTEST_SKIP() << "f32 and bf16 cover it";
+  const BundledRun run = run_bundled({dtype}, true);
+  EXPECT_EQ(run.compared, 160);
+  EXPECT_GE(run.equal, run.compared - (dtype == DType::kF32 ? 0 : run.compared / 30));
+  EXPECT_LE(run.cuda_all.rate(), run.cpu_all.rate() + (dtype == DType::kF32 ? 0.0 : 0.005));
+}
 
 // FP8 linear layers against bf16 on both held-out sets: the word error rate within 0.3 points.
 TEST(BundledCudaFp8, WordErrorRateWithinAThirdOfAPointOfBf16) {
