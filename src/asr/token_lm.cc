@@ -101,14 +101,16 @@ int64_t TokenLm::find(std::span<const int> tokens) const {
 }
 
 TokenLm TokenLm::load(const std::filesystem::path& path, int vocab_size) {
+  return parse(read_all(path), vocab_size, path.string());
+}
+
+TokenLm TokenLm::parse(std::string_view text, int vocab_size, const std::string& name) {
   STENO_CHECK(vocab_size >= 1 && vocab_size < (1 << 20), "token LM: vocabulary size {} is out of range", vocab_size);
-  const std::string text = read_all(path);
   TokenLm lm;
   lm.vocab_ = vocab_size;
   lm.uni_logp_.assign(static_cast<size_t>(vocab_size) + 1, kUnlistedLog10);
   lm.uni_bow_.assign(static_cast<size_t>(vocab_size) + 1, 0.0f);
   lm.uni_listed_.assign(static_cast<size_t>(vocab_size) + 1, 0);
-  const std::string name = path.string();
 
   std::vector<int64_t> declared;  // header counts, order 1 first
   int section = 0;                // the order whose entries are being read; 0: header
@@ -148,7 +150,7 @@ TokenLm TokenLm::load(const std::filesystem::path& path, int vocab_size) {
   size_t pos = 0;
   while (pos < text.size() && !ended) {
     size_t eol = text.find('\n', pos);
-    if (eol == std::string::npos) eol = text.size();
+    if (eol == std::string_view::npos) eol = text.size();
     std::string_view line(text.data() + pos, eol - pos);
     pos = eol + 1;
     ++line_no;

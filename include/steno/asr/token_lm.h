@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace steno::asr {
@@ -20,6 +22,8 @@ class TokenLm {
   // tokens, n-grams whose context is not listed and counts that disagree with the header are errors (kDataLoss,
   // with the line); n-grams that hold </s> or <unk> past the unigrams are skipped (decoding never scores them).
   static TokenLm load(const std::filesystem::path& path, int vocab_size);
+  // The same from the file's text (`name` in messages): what load() does after reading, and what the fuzzer runs.
+  static TokenLm parse(std::string_view text, int vocab_size, const std::string& name);
 
   int order() const { return static_cast<int>(orders_.size()) + 1; }
   int vocab_size() const { return vocab_; }
