@@ -1,5 +1,7 @@
 #include "decoding_options.h"
 
+#include <fmt/format.h>
+
 namespace steno::cli {
 
 void add_decoding_options(CLI::App* cmd, asr::DecodingRequest& r) {
@@ -10,8 +12,11 @@ void add_decoding_options(CLI::App* cmd, asr::DecodingRequest& r) {
   cmd->add_option("--lm", r.lm,
                   "Token n-gram LM fused into beam search: ARPA or ARPA.gz over the model's tokens, token i written "
                   "as the character U+(i+100) as NeMo's token LMs are (tools/lm/token_lm.py makes one)");
-  cmd->add_option("--lm-alpha", r.lm_alpha, "Weight of the LM's log probability (default 0.4 with --lm)");
-  cmd->add_option("--lm-beta", r.lm_beta, "Score added per token with the LM (default 0.6 with --lm, 0 without)");
+  cmd->add_option("--lm-alpha", r.lm_alpha,
+                  fmt::format("Weight of the LM's log probability (default {} with --lm)", asr::kDefaultLmAlpha));
+  cmd->add_option("--lm-beta", r.lm_beta,
+                  fmt::format("Score added per token with the LM (default {} with --lm, 0 without)",
+                              asr::kDefaultLmBeta));
 }
 
 }  // namespace steno::cli

@@ -1,5 +1,6 @@
-// The TDT beam search (tdt_beam.h). The rules, tie-breaks and orders follow tools/steno_ref/beam.py line for
-// line, so that both give the same hypothesis: read that docstring for the algorithm.
+// The TDT beam search (tdt_beam.h). The rules, tie-breaks and orders follow tools/steno_ref/beam.py rule for rule
+// (the products are batched per round here, one hypothesis at a time there), so that both give the same
+// hypothesis: read that docstring for the algorithm.
 #include "steno/asr/tdt_beam.h"
 
 #include <algorithm>
@@ -36,9 +37,8 @@ std::optional<BeamOptions> DecodingRequest::resolve(int vocab_size) const {
   o.beam = beam_size;
   if (!lm.empty()) o.lm = std::make_shared<const TokenLm>(TokenLm::load(lm, vocab_size));
   STENO_CHECK(o.lm || !lm_alpha || *lm_alpha == 0.0, "an LM weight (--lm-alpha) needs an LM (--lm)");
-  constexpr double kAlpha = 0.4, kBeta = 0.6;  // chosen on the bundled model's validation set (tools/lm/README.md)
-  o.lm_alpha = o.lm ? lm_alpha.value_or(kAlpha) : 0.0;
-  o.lm_beta = lm_beta.value_or(o.lm ? kBeta : 0.0);
+  o.lm_alpha = o.lm ? lm_alpha.value_or(kDefaultLmAlpha) : 0.0;
+  o.lm_beta = lm_beta.value_or(o.lm ? kDefaultLmBeta : 0.0);
   validate(o, vocab_size);
   return o;
 }

@@ -28,6 +28,9 @@ struct BeamOptions {
 // Checks the options against a decoder's vocabulary (the LM's must match); throws kInvalidArgument.
 void validate(const BeamOptions& options, int vocab_size);
 
+// The LM weights used when none are given: chosen on the bundled model's validation set (tools/lm/README.md).
+inline constexpr double kDefaultLmAlpha = 0.4, kDefaultLmBeta = 0.6;
+
 // How a user asks for decoding (steno transcribe's flags, steno serve's settings): "greedy" or "beam" (empty: beam
 // when an LM is given), the beam size, an LM file and its weights (unset: alpha 0.4 and beta 0.6 with an LM, the
 // bundled model's chosen weights; none without). Gives the beam settings, the LM loaded for vocab_size tokens, or

@@ -50,12 +50,12 @@ struct ModelConfig {
   double piece_seconds = 10;
   int pieces_in_flight = 0;
   std::string vad = "auto";  // off | on | auto: transcribe only the speech (docs/vad.md)
-  // Decoding: greedy (NeMo's) or beam search with an optional token LM (steno/asr/tdt_beam.h), CPU lanes only.
+  // Decoding: greedy (NeMo's) or beam search with an optional token LM (steno/asr/tdt_beam.h), in lanes only.
   // The LM's weights apply when there is an LM.
   std::string decoding;  // greedy | beam; "": beam when lm is given, else greedy
   int beam_size = 8;
   std::string lm;
-  double lm_alpha = 0.4, lm_beta = 0.6;
+  double lm_alpha = asr::kDefaultLmAlpha, lm_beta = asr::kDefaultLmBeta;
   asr::DecodingRequest decoding_request() const;
   // Executors.
   ShareMode share = ShareMode::kLanes;
