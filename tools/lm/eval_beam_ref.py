@@ -30,7 +30,7 @@ from steno_ref.beam import beam_tdt  # noqa: E402
 from steno_ref.decoding import greedy_tdt_batch  # noqa: E402
 from steno_ref.modeldir import load_model_dir  # noqa: E402
 from token_lm import Arpa  # noqa: E402
-from transcribe_ref import read_audio  # noqa: E402
+from transcribe_ref import encode_one, read_audio  # noqa: E402
 from wer import edit_distance, normalize  # noqa: E402
 
 
@@ -42,19 +42,12 @@ def parse_settings(text):
     return out
 
 
-@torch.no_grad()
-def encode(model, path):
-    audio = torch.from_numpy(read_audio(path)).unsqueeze(0)
-    feats, fl = model.preprocessor(audio, torch.tensor([audio.shape[1]]))
-    enc, el = model.encoder(feats, fl)
-    return enc[:, :, :int(el[0])]  # [1, d, T]
-
-
 def decode(model, enc, lm, setting):
+    """enc: one clip's encoder output [T, d]."""
     beam, alpha, beta = setting
     if beam == 0:
-        return greedy_tdt_batch(model, enc, torch.tensor([enc.shape[2]]))[0]["tokens"]
-    return beam_tdt(model, enc[0].T.contiguous(), lm, alpha, beta, beam)[0]
+        return greedy_tdt_batch(model, enc.T.unsqueeze(0), torch.tensor([enc.shape[0]]))[0]["tokens"]
+    return beam_tdt(model, enc, lm, alpha, beta, beam)[0]
 
 
 def main(argv=None):
@@ -75,7 +68,8 @@ def main(argv=None):
     if lm is not None:
         print(f"LM {args.lm}: order {lm.order}, {len(lm.p):,} n-grams")
     sets = load_sets(args.sets_dir, args.exclude_sentences_of)
-    clips = [(name, path, ref, voice, encode(model, path)) for name, cs in sets.items() for path, ref, voice in cs]
+    clips = [(name, path, ref, voice, encode_one(model, read_audio(path)))
+             for name, cs in sets.items() for path, ref, voice in cs]
     print(f"{len(clips)} clips encoded ({', '.join(f'{n} {len(c)}' for n, c in sets.items())})")
     for setting in parse_settings(args.settings):
         if setting[0] > 0 and setting[1] != 0.0 and lm is None:
