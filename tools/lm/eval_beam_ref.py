@@ -25,13 +25,12 @@ sys.path.insert(0, os.path.join(TOOLS, "train"))
 import torch  # noqa: E402
 import sentencepiece as spm  # noqa: E402
 
-from eval_heldout import load_sets, voice_group  # noqa: E402
+from eval_heldout import add_clip, load_sets, report_lines, write_texts  # noqa: E402
 from steno_ref.beam import beam_tdt  # noqa: E402
 from steno_ref.decoding import greedy_tdt_batch  # noqa: E402
 from steno_ref.modeldir import load_model_dir  # noqa: E402
 from token_lm import Arpa  # noqa: E402
 from transcribe_ref import encode_one, read_audio  # noqa: E402
-from wer import edit_distance, normalize  # noqa: E402
 
 
 def parse_settings(text):
@@ -75,28 +74,15 @@ def main(argv=None):
         if setting[0] > 0 and setting[1] != 0.0 and lm is None:
             sys.exit("eval_beam_ref: ALPHA != 0 needs --lm")
         t0 = time.time()
-        tally = {}
+        res = {name: {"": [0, 0]} for name in sets}
         texts = {}
         for name, path, ref, voice, enc in clips:
-            hyp = sp.decode(list(map(int, decode(model, enc, lm, setting))))
-            texts[path] = hyp
-            e = edit_distance(normalize(ref).split(), normalize(hyp).split())
-            for key in ((name, ""), (name, voice_group(voice)), ("", "")):
-                t = tally.setdefault(key, [0, 0])
-                t[0] += e
-                t[1] += len(normalize(ref).split())
+            texts[path] = sp.decode(list(map(int, decode(model, enc, lm, setting))))
+            add_clip(res[name], ref, texts[path], voice)
         label = "greedy" if setting[0] == 0 else "beam {} alpha {} beta {}".format(*setting)
-        cells = [f"{n} {100.0 * t[0] / t[1]:.2f} % ({t[0]}/{t[1]})" for (n, g), t in sorted(tally.items())
-                 if n and not g]
-        print(f"{label}: " + ", ".join(cells) + f"; errors in all {tally[('', '')][0]} ({time.time() - t0:.0f} s)",
-              flush=True)
-        for n in sets:
-            groups = sorted(g for (m, g) in tally if m == n and g)
-            print("    " + n + ": " + ", ".join(f"{g} {100.0 * tally[(n, g)][0] / tally[(n, g)][1]:.1f} %"
-                                           for g in groups))
+        print("\n".join(report_lines(f"{label} ({time.time() - t0:.0f} s)", res)), flush=True)
         if args.texts:
-            with open(args.texts, "w", encoding="utf-8") as f:
-                f.writelines(f"{path}\t{text}\n" for path, text in sorted(texts.items()))
+            write_texts(args.texts, texts)
     return 0
 
 

@@ -55,14 +55,36 @@ def evaluate(steno, model, sets, extra=(), texts_out=None):
             texts_out.update(texts)
         tally = {"": [0, 0]}
         for path, ref, voice in clips:
-            r, h = normalize(ref).split(), normalize(texts[path]).split()
-            e = edit_distance(r, h)
-            for g in ("", voice_group(voice)):
-                t = tally.setdefault(g, [0, 0])
-                t[0] += e
-                t[1] += len(r)
+            add_clip(tally, ref, texts[path], voice)
         result[name] = tally
     return result
+
+
+def add_clip(tally, ref, hyp, voice):
+    """One clip's word errors into a set's tally {group: [errors, words]} (group '' = all)."""
+    r, h = normalize(ref).split(), normalize(hyp).split()
+    e = edit_distance(r, h)
+    for g in ("", voice_group(voice)):
+        t = tally.setdefault(g, [0, 0])
+        t[0] += e
+        t[1] += len(r)
+
+
+def report_lines(label, res):
+    """`label`: each set's WER and the errors in all; then a line a set with its voice groups' WERs."""
+    total = [sum(t[""][0] for t in res.values()), sum(t[""][1] for t in res.values())]
+    cells = [f"{n} {100.0 * t[''][0] / max(1, t[''][1]):.2f} % ({t[''][0]}/{t[''][1]})" for n, t in res.items()]
+    lines = [f"{label}: " + ", ".join(cells) + f"; errors in all {total[0]} of {total[1]} words"]
+    for n, t in res.items():
+        groups = sorted(g for g in t if g)
+        lines.append("    " + n + ": " + ", ".join(f"{g} {100.0 * t[g][0] / max(1, t[g][1]):.1f} %" for g in groups))
+    return lines
+
+
+def write_texts(path, texts):
+    """Every clip's transcript, a TSV line each (path, text), sorted by path."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(f"{p}\t{text}\n" for p, text in sorted(texts.items()))
 
 
 def load_sets(sets_dir, exclude_dir):
@@ -107,18 +129,12 @@ def main(argv=None):
     for model in args.models:
         res = evaluate(args.steno, model, sets, args.steno_args.split(), texts)
         report[model] = res
-        total = [sum(t[""][0] for t in res.values()), sum(t[""][1] for t in res.values())]
-        cells = [f"{n} {100.0 * t[''][0] / max(1, t[''][1]):.2f} % ({t[''][0]}/{t[''][1]})" for n, t in res.items()]
-        print(f"{model}: " + ", ".join(cells) + f"; errors in all {total[0]} of {total[1]} words")
-        for n, t in res.items():
-            groups = sorted(g for g in t if g)
-            print("    " + n + ": " + ", ".join(f"{g} {100.0 * t[g][0] / max(1, t[g][1]):.1f} %" for g in groups))
+        print("\n".join(report_lines(model, res)))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)
     if args.texts:
-        with open(args.texts, "w", encoding="utf-8") as f:
-            f.writelines(f"{path}\t{text}\n" for path, text in sorted(texts.items()))
+        write_texts(args.texts, texts)
     return 0
 
 

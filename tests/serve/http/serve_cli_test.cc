@@ -22,6 +22,23 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
+// `steno serve ARGS` started in the background with its stderr in dir/log, its pid in dir/pid and, once it exits,
+// its exit status in dir/rc; returns its port, read from the start-up line (0 if it never came).
+int start_serve(const fs::path& dir, const std::string& args) {
+  const std::string cmd = "(" + std::string(STENO_BINARY) + " serve " + args + " 2>" + (dir / "log").string() +
+                          " & echo $! > " + (dir / "pid").string() + "; wait $!; echo $? > " + (dir / "rc").string() +
+                          ") &";
+  if (std::system(cmd.c_str()) != 0) return 0;
+  const std::regex listening("on http://127\\.0\\.0\\.1:([0-9]+)");
+  for (int i = 0; i < 200; ++i) {
+    std::smatch m;
+    const std::string log = slurp(dir / "log");
+    if (std::regex_search(log, m, listening)) return std::stoi(m[1]);
+    std::this_thread::sleep_for(50ms);
+  }
+  return 0;
+}
+
 TEST(ServeCli, RefusesUnsafeOrInvalidSettings) {
   int rc = 0;
   std::string out = run(std::string("env -u STENO_API_KEY ") + STENO_BINARY + " serve --host 0.0.0.0 --port 0", &rc);
@@ -51,17 +68,7 @@ TEST(ServeCli, BeamSearchWithTheBundledLmAsTranscribeDoes) {
   const fs::path dir = fs::temp_directory_path() / ("steno-http-beam-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const std::string lm = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en/lm.arpa.gz";
-  const std::string cmd = "(" + std::string(STENO_BINARY) + " serve --port 0 --lm " + lm + " 2>" +
-                          (dir / "log").string() + " & echo $! > " + (dir / "pid").string() + "; wait $!) &";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-  int port = 0;
-  const std::regex listening("on http://127\\.0\\.0\\.1:([0-9]+)");
-  for (int i = 0; i < 200 && port == 0; ++i) {
-    std::smatch m;
-    const std::string log = slurp(dir / "log");
-    if (std::regex_search(log, m, listening)) port = std::stoi(m[1]);
-    else std::this_thread::sleep_for(50ms);
-  }
+  const int port = start_serve(dir, "--port 0 --lm " + lm);
   ASSERT_GT(port, 0) << slurp(dir / "log");
   const std::string clip =
       (fs::path(STENO_TEST_DATA) / "testset/festival/audio/festival-test-0000002.flac").string();
@@ -77,20 +84,7 @@ TEST(ServeCli, ServesThenDrainsOnSigterm) {
   fs::create_directories(dir);
   // The file sets the port to 1 (privileged, would fail); the flag overrides it with 0 (any free port).
   std::ofstream(dir / "config.json") << R"({"port": 1, "max_batch": 4, "max_queue_delay_ms": 5})";
-  const std::string cmd = "(" + std::string(STENO_BINARY) + " serve --config " + (dir / "config.json").string() +
-                          " --port 0 2>" + (dir / "log").string() + " & echo $! > " + (dir / "pid").string() +
-                          "; wait $!; echo $? > " + (dir / "rc").string() + ") &";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-
-  // The port, from the start-up line.
-  int port = 0;
-  const std::regex listening("on http://127\\.0\\.0\\.1:([0-9]+)");
-  for (int i = 0; i < 200 && port == 0; ++i) {
-    std::smatch m;
-    const std::string log = slurp(dir / "log");
-    if (std::regex_search(log, m, listening)) port = std::stoi(m[1]);
-    else std::this_thread::sleep_for(50ms);
-  }
+  const int port = start_serve(dir, "--config " + (dir / "config.json").string() + " --port 0");
   ASSERT_GT(port, 0) << slurp(dir / "log");
   const pid_t pid = std::stoi(slurp(dir / "pid"));
 
