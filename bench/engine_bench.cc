@@ -16,6 +16,7 @@
 #include <span>
 
 #include "steno/asr/random_model.h"
+#include "steno/asr/tdt_beam.h"
 #include "steno/asr/transcriber.h"
 #include "steno/asr/weight_store.h"
 #include "steno/audio/decode.h"
@@ -98,7 +99,15 @@ void set_rtfx(benchmark::State& state) {
   state.counters["RTFx"] = benchmark::Counter(kAudioSeconds, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-enum class Stage { kFeatures, kEncoder, kDecoder, kEndToEnd };
+enum class Stage { kFeatures, kEncoder, kDecoder, kEndToEnd, kBeamDecoder, kBeamLmDecoder, kEndToEndBeamLm };
+
+// The bundled model's beam settings: beam 8 alone, or with its token LM at the default weights (tdt_beam.h).
+asr::BeamOptions beam_options(bool with_lm) {
+  asr::DecodingRequest request;
+  request.decoding = "beam";
+  if (with_lm) request.lm = (fs::path(STENO_SOURCE_DIR) / "models/steno-tdt-small-en/lm.arpa.gz").string();
+  return *request.resolve(engine("bundled").config.decoder.vocab_size);
+}
 
 void run(benchmark::State& state, const char* model, Stage stage) {
   const Engine& e = engine(model);
@@ -107,6 +116,9 @@ void run(benchmark::State& state, const char* model, Stage stage) {
   const asr::Features feats = e.features->compute(ctx, clip);
   const asr::EncoderOutput enc = e.encoder->forward(ctx, feats.values, feats.lengths);
   asr::DecodeStats stats;
+  const bool beam = stage == Stage::kBeamDecoder || stage == Stage::kBeamLmDecoder || stage == Stage::kEndToEndBeamLm;
+  const asr::BeamOptions beam_opts = beam ? beam_options(stage != Stage::kBeamDecoder) : asr::BeamOptions{};
+  const asr::TdtDecoder::Parameters params = e.decoder->parameters();
   for (auto _ : state) {
     switch (stage) {
       case Stage::kFeatures: benchmark::DoNotOptimize(e.features->compute(ctx, clip)); break;
@@ -118,11 +130,24 @@ void run(benchmark::State& state, const char* model, Stage stage) {
         benchmark::DoNotOptimize(e.decoder->decode(ctx, o.encoded, o.lengths, false, &stats));
         break;
       }
+      case Stage::kBeamDecoder:
+      case Stage::kBeamLmDecoder:
+        benchmark::DoNotOptimize(asr::beam_decode(ctx, params, enc.encoded, enc.lengths, beam_opts, &stats));
+        break;
+      case Stage::kEndToEndBeamLm: {
+        const asr::Features f = e.features->compute(ctx, clip);
+        const asr::EncoderOutput o = e.encoder->forward(ctx, f.values, f.lengths);
+        benchmark::DoNotOptimize(asr::beam_decode(ctx, params, o.encoded, o.lengths, beam_opts, &stats));
+        break;
+      }
     }
   }
   set_rtfx(state);
-  if (stage == Stage::kDecoder || stage == Stage::kEndToEnd)
-    state.counters["decoder_steps"] = static_cast<double>(stats.steps) / static_cast<double>(state.iterations());
+  if (stage != Stage::kFeatures && stage != Stage::kEncoder) {
+    const double per_iteration = 1.0 / static_cast<double>(state.iterations());
+    state.counters["decoder_steps"] = static_cast<double>(stats.steps) * per_iteration;
+    state.counters["lstm_updates"] = static_cast<double>(stats.lstm_updates) * per_iteration;
+  }
 }
 
 // A clip of a length the process has not seen before at every iteration (2.00 s, 2.01 s, ...): what a server pays
@@ -164,6 +189,10 @@ void BM_Tiny_Encoder(benchmark::State& s) { run(s, "tiny", Stage::kEncoder); }
 void BM_Tiny_Decoder(benchmark::State& s) { run(s, "tiny", Stage::kDecoder); }
 void BM_Tiny_EndToEnd(benchmark::State& s) { run(s, "tiny", Stage::kEndToEnd); }
 void BM_Bundled_EndToEnd(benchmark::State& s) { run(s, "bundled", Stage::kEndToEnd); }
+void BM_Bundled_Decoder(benchmark::State& s) { run(s, "bundled", Stage::kDecoder); }
+void BM_Bundled_BeamDecoder(benchmark::State& s) { run(s, "bundled", Stage::kBeamDecoder); }
+void BM_Bundled_BeamLmDecoder(benchmark::State& s) { run(s, "bundled", Stage::kBeamLmDecoder); }
+void BM_Bundled_EndToEndBeamLm(benchmark::State& s) { run(s, "bundled", Stage::kEndToEndBeamLm); }
 void BM_P06B_Features(benchmark::State& s) { run(s, "0.6b", Stage::kFeatures); }
 void BM_P06B_Encoder(benchmark::State& s) { run(s, "0.6b", Stage::kEncoder); }
 void BM_P06B_Decoder(benchmark::State& s) { run(s, "0.6b", Stage::kDecoder); }
@@ -174,6 +203,10 @@ BENCHMARK(BM_Tiny_Encoder)->Apply(args);
 BENCHMARK(BM_Tiny_Decoder)->Apply(args);
 BENCHMARK(BM_Tiny_EndToEnd)->Apply(args);
 BENCHMARK(BM_Bundled_EndToEnd)->Apply(args);
+BENCHMARK(BM_Bundled_Decoder)->Apply(args);
+BENCHMARK(BM_Bundled_BeamDecoder)->Apply(args);
+BENCHMARK(BM_Bundled_BeamLmDecoder)->Apply(args);
+BENCHMARK(BM_Bundled_EndToEndBeamLm)->Apply(args);
 BENCHMARK(BM_Bundled_FeaturesNewLengths)->Apply(args);
 BENCHMARK(BM_Bundled_EndToEndNewLengths)->Apply(args);
 BENCHMARK(BM_P06B_Features)->Apply(args);

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "commands.h"
+#include "decoding_options.h"
 #include "steno/core/error.h"
 #include "steno/serve/fleet/worker.h"
 
@@ -24,6 +25,7 @@ struct WorkerArgs {
   uint64_t weights_layout = 0;
   double long_audio_seconds = 0;
   int long_attention = 128;
+  asr::DecodingRequest decoding;
 };
 
 int run_worker(const WorkerArgs& a) {
@@ -49,6 +51,7 @@ int run_worker(const WorkerArgs& a) {
   }
   o.long_audio_seconds = a.long_audio_seconds;
   o.long_attention = a.long_attention;
+  o.decoding = a.decoding;
   o.weights.bytes = a.weights_bytes;
   o.weights.layout = a.weights_layout;
   return serve::fleet::run_worker(o);
@@ -80,6 +83,7 @@ Run add_worker_command(CLI::App& app) {
   cmd->add_option("--long-audio-seconds", args->long_audio_seconds,
                   "Audio longer than this runs in the engine's long-form mode (0: never)");
   cmd->add_option("--long-attention", args->long_attention, "The ASR's local attention half-width in long-form mode");
+  add_decoding_options(cmd, args->decoding);
   return [args] { return run_worker(*args); };
 }
 

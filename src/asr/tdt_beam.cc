@@ -5,8 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <numeric>
+#include <optional>
+#include <unordered_map>
 
 #include "steno/core/error.h"
 #include "steno/ops/gemm.h"
@@ -51,14 +52,74 @@ struct PredState {
   std::vector<float> g;                  // [J]
 };
 
+// Drops a chain of shared nodes linked by `parent` without recursing once per node: a clip's transcript can be
+// tens of thousands of tokens long, and the default destructor's recursion would overflow the stack.
+template <class Node>
+void release_chain(std::shared_ptr<Node>& head) {
+  std::shared_ptr<Node> node = std::move(head);
+  while (node && node.use_count() == 1) node = std::move(node->parent);
+}
+
+// A token sequence, one node per distinct sequence within a clip's search (a trie): hypotheses with the same
+// tokens hold the same node, so merging compares pointers, and a longer sequence shares its prefix's nodes, so a
+// hypothesis costs the same however long its transcript (the search is linear in the audio's length, not
+// quadratic). Nodes live while a hypothesis holds them or a sequence they begin.
+struct Prefix {
+  int token = -1;  // the last token; -1 at the root (no tokens)
+  std::shared_ptr<Prefix> parent;
+  std::vector<std::pair<int, std::weak_ptr<Prefix>>> children;  // the sequences made from this one, by token
+  // The prediction network after these tokens, while a hypothesis holds it: each sequence is stepped once.
+  std::weak_ptr<const PredState> state;
+  ~Prefix() { release_chain(parent); }
+};
+
+// The sequence `prefix` followed by `token`: the existing node if there is one, so that equal sequences are equal
+// pointers.
+std::shared_ptr<Prefix> extend(const std::shared_ptr<Prefix>& prefix, int token) {
+  std::pair<int, std::weak_ptr<Prefix>>* slot = nullptr;  // where to note a new node: a dead child's place
+  for (auto& child : prefix->children) {
+    if (child.first == token)
+      if (std::shared_ptr<Prefix> live = child.second.lock()) return live;
+    if (child.second.expired()) slot = &child;
+  }
+  auto node = std::make_shared<Prefix>();
+  node->token = token;
+  node->parent = prefix;
+  if (slot)
+    *slot = {token, node};
+  else
+    prefix->children.emplace_back(token, node);
+  return node;
+}
+
+// Where a hypothesis emitted its last token (frame and duration), linked to where it emitted the one before:
+// hypotheses that share their past share these nodes.
+struct Emission {
+  int frame = 0, duration = 0;
+  std::shared_ptr<Emission> parent;
+  ~Emission() { release_chain(parent); }
+};
+
 struct Hyp {
   double score = 0;
-  std::vector<int> tokens, frames, durations;
   int64_t t = 0;
   int syms = 0;  // tokens of this hypothesis at frame t (emitted with duration 0)
+  std::shared_ptr<Prefix> tokens;
+  std::shared_ptr<Emission> emitted;  // null before the first token
   // The prediction network after `tokens`; null until the hypothesis is expanded: then one step from `parent` on
-  // tokens.back() (most token expansions are pruned before they are expanded, and never pay for the step).
+  // its last token (most token expansions are pruned before they are expanded, and never pay for the step).
   std::shared_ptr<const PredState> state, parent;
+};
+
+struct MergeKey {
+  const Prefix* tokens;
+  int64_t t;
+  bool operator==(const MergeKey&) const = default;
+};
+struct MergeKeyHash {
+  size_t operator()(const MergeKey& k) const {
+    return std::hash<const void*>()(k.tokens) ^ (std::hash<int64_t>()(k.t) * 0x9E3779B97F4A7C15ULL);
+  }
 };
 
 class ClipSearch {
@@ -72,26 +133,27 @@ class ClipSearch {
     enc_proj_ = Tensor::empty({frames, joint_});
     ops::linear(ctx_, encoded, p_.enc_w, p_.enc_b, enc_proj_);
     Hyp root;
+    root.tokens = std::make_shared<Prefix>();
     root.state = step({nullptr}, {blank_}).front();  // SOS: the blank row of the embedding is zeros
-    cache_.clear();
-    std::vector<Hyp> hyps{root}, done;
+    root.tokens->state = root.state;
+    std::vector<Hyp> hyps{root};
+    std::optional<Hyp> best;  // the finished hypothesis with the highest score (ties: the first finished)
     const bool use_lm = o_.lm != nullptr && o_.lm_alpha != 0.0;
     std::vector<double> lp(static_cast<size_t>(blank_) + 1), lpd(p_.durations.size()), lm(use_lm ? blank_ : 0);
     std::vector<int> history;
+    std::vector<Hyp> merged;
+    std::unordered_map<MergeKey, size_t, MergeKeyHash> at;
     while (!hyps.empty()) {
       int64_t t0 = hyps[0].t;
       for (const Hyp& h : hyps) t0 = std::min(t0, h.t);
-      std::vector<Hyp> merged;
-      std::map<std::pair<std::vector<int>, int64_t>, size_t> at;
+      merged.clear();
+      at.clear();
       auto add = [&](Hyp&& h) {
-        auto key = std::make_pair(h.tokens, h.t);
-        const auto it = at.find(key);
-        if (it == at.end()) {
-          at.emplace(std::move(key), merged.size());
+        const auto [it, fresh] = at.try_emplace(MergeKey{h.tokens.get(), h.t}, merged.size());
+        if (fresh)
           merged.push_back(std::move(h));
-        } else if (merged[it->second].score < h.score) {
+        else if (merged[it->second].score < h.score)
           merged[it->second] = std::move(h);
-        }
       };
       // This round's hypotheses, their states (one batched prediction step for the prefixes not yet stepped) and
       // their joint outputs (one batched product): the same values as one at a time, in fewer, larger GEMMs.
@@ -109,93 +171,106 @@ class ClipSearch {
         for (size_t di = 0; di < p_.durations.size(); ++di) {
           const int d = p_.durations[di];
           if (d < 1) continue;
-          Hyp b = h;
+          Hyp b;
           b.score = h.score + lp[static_cast<size_t>(blank_)] + lpd[di];
           b.t = h.t + d;
-          b.syms = 0;
+          b.tokens = h.tokens;
+          b.emitted = h.emitted;
           b.state = state;
           add(std::move(b));
         }
-        std::vector<int> best(static_cast<size_t>(blank_));
-        std::iota(best.begin(), best.end(), 0);
-        const size_t n_best = std::min(best.size(), static_cast<size_t>(o_.token_candidates));
-        std::partial_sort(best.begin(), best.begin() + static_cast<std::ptrdiff_t>(n_best), best.end(),
+        best_tokens_.resize(static_cast<size_t>(blank_));
+        std::iota(best_tokens_.begin(), best_tokens_.end(), 0);
+        const size_t n_best = std::min(best_tokens_.size(), static_cast<size_t>(o_.token_candidates));
+        std::partial_sort(best_tokens_.begin(), best_tokens_.begin() + static_cast<std::ptrdiff_t>(n_best),
+                          best_tokens_.end(),
                           [&](int a, int b) { return lp[a] > lp[b] || (lp[a] == lp[b] && a < b); });
-        if (use_lm) {
-          history.assign(1, o_.lm->bos());
-          history.insert(history.end(), h.tokens.begin(), h.tokens.end());
-          o_.lm->ln_probs(history, lm);
-        }
+        if (use_lm) o_.lm->ln_probs(lm_history(*h.tokens, history), lm);
         for (size_t i = 0; i < n_best; ++i) {
-          const int k = best[i];
+          const int k = best_tokens_[i];
           const double s2 = h.score + lp[static_cast<size_t>(k)] + o_.lm_beta + (use_lm ? o_.lm_alpha * lm[k] : 0.0);
+          const std::shared_ptr<Prefix> tokens = extend(h.tokens, k);
           for (size_t di = 0; di < p_.durations.size(); ++di) {
             const int d = p_.durations[di];
             if (d == 0 && h.syms + 1 >= p_.max_symbols) continue;
             Hyp e;
             e.score = s2 + lpd[di];
-            e.tokens = h.tokens;
-            e.tokens.push_back(k);
-            e.frames = h.frames;
-            e.frames.push_back(static_cast<int>(h.t));
-            e.durations = h.durations;
-            e.durations.push_back(d);
             e.t = h.t + d;
             e.syms = d == 0 ? h.syms + 1 : 0;
+            e.tokens = tokens;
+            e.emitted = std::make_shared<Emission>();
+            e.emitted->frame = static_cast<int>(h.t);
+            e.emitted->duration = d;
+            e.emitted->parent = h.emitted;
             e.parent = state;  // e.state stays null until e is expanded
             add(std::move(e));
           }
         }
       }
       // The pool: the hypotheses at later frames first, then this round's, in the order made.
-      std::vector<Hyp> pool;
-      for (Hyp& h : hyps)
-        if (h.t != t0) pool.push_back(std::move(h));
-      for (Hyp& h : merged) pool.push_back(std::move(h));
       std::vector<Hyp> live;
-      for (Hyp& h : pool) (h.t >= frames ? done : live).push_back(std::move(h));
+      auto keep = [&](Hyp&& h) {
+        if (h.t < frames)
+          live.push_back(std::move(h));
+        else if (!best || h.score > best->score)
+          best = std::move(h);
+      };
+      for (Hyp& h : hyps)
+        if (h.t != t0) keep(std::move(h));
+      for (Hyp& h : merged) keep(std::move(h));
       std::stable_sort(live.begin(), live.end(), [](const Hyp& a, const Hyp& b) { return a.score > b.score; });
       if (live.size() > static_cast<size_t>(o_.beam)) live.resize(static_cast<size_t>(o_.beam));
-      if (!done.empty()) {
-        double top = done[0].score;
-        for (const Hyp& h : done) top = std::max(top, h.score);
-        const double floor = top - o_.prune;
+      if (best) {
+        const double floor = best->score - o_.prune;
         std::erase_if(live, [&](const Hyp& h) { return !(h.score > floor); });
       }
       hyps = std::move(live);
     }
     Hypothesis out;
-    if (done.empty()) return out;
-    const Hyp* best = &done[0];
-    for (const Hyp& h : done)
-      if (h.score > best->score) best = &h;
-    out.tokens = best->tokens;
-    out.timestamps = best->frames;
-    out.durations = best->durations;
+    if (!best) return out;
+    for (const Prefix* p = best->tokens.get(); p->parent; p = p->parent.get()) out.tokens.push_back(p->token);
+    for (const Emission* e = best->emitted.get(); e; e = e->parent.get()) {
+      out.timestamps.push_back(e->frame);
+      out.durations.push_back(e->duration);
+    }
+    std::reverse(out.tokens.begin(), out.tokens.end());
+    std::reverse(out.timestamps.begin(), out.timestamps.end());
+    std::reverse(out.durations.begin(), out.durations.end());
     return out;
   }
 
  private:
-  // The states after each hypothesis's tokens: a token prefix is stepped once, when a hypothesis holding it is
-  // first expanded (most token expansions are pruned before), all of a round's new prefixes in one batch.
+  // The LM's history for `tokens`: <s> and the tokens, of which only the last order - 1 count (token_lm.h).
+  std::span<const int> lm_history(const Prefix& tokens, std::vector<int>& history) const {
+    const int64_t context = o_.lm->order() - 1;
+    history.clear();
+    for (const Prefix* p = &tokens; p->parent && static_cast<int64_t>(history.size()) < context; p = p->parent.get())
+      history.push_back(p->token);
+    if (static_cast<int64_t>(history.size()) < context) history.push_back(o_.lm->bos());
+    std::reverse(history.begin(), history.end());
+    return history;
+  }
+
+  // The states after each hypothesis's tokens: a token sequence is stepped when a hypothesis holding it is first
+  // expanded (most token expansions are pruned before), all of a round's new sequences in one batch.
   std::vector<std::shared_ptr<const PredState>> states_of(const std::vector<const Hyp*>& hyps) {
+    std::vector<std::shared_ptr<const PredState>> out(hyps.size());
     std::vector<const PredState*> from;
     std::vector<int> tokens;
-    std::vector<const std::vector<int>*> prefixes;
-    for (const Hyp* h : hyps) {
-      if (h->state || cache_.count(h->tokens)) continue;
-      if (std::find_if(prefixes.begin(), prefixes.end(), [&](auto* p) { return *p == h->tokens; }) != prefixes.end())
-        continue;
-      from.push_back(h->parent.get());
-      tokens.push_back(h->tokens.back());
-      prefixes.push_back(&h->tokens);
+    std::vector<Prefix*> stepped;
+    for (size_t i = 0; i < hyps.size(); ++i) {
+      const Hyp& h = *hyps[i];
+      out[i] = h.state ? h.state : h.tokens->state.lock();
+      if (out[i] || std::find(stepped.begin(), stepped.end(), h.tokens.get()) != stepped.end()) continue;
+      from.push_back(h.parent.get());
+      tokens.push_back(h.tokens->token);
+      stepped.push_back(h.tokens.get());
     }
-    if (!tokens.empty()) {
-      std::vector<std::shared_ptr<const PredState>> made = step(from, tokens);
-      for (size_t i = 0; i < made.size(); ++i) cache_[*prefixes[i]] = std::move(made[i]);
-    }
-    std::vector<std::shared_ptr<const PredState>> out;
-    for (const Hyp* h : hyps) out.push_back(h->state ? h->state : cache_.at(h->tokens));
+    if (tokens.empty()) return out;
+    const std::vector<std::shared_ptr<const PredState>> made = step(from, tokens);
+    for (size_t j = 0; j < made.size(); ++j) stepped[j]->state = made[j];
+    for (size_t i = 0; i < hyps.size(); ++i)
+      if (!out[i]) out[i] = hyps[i]->tokens->state.lock();
     return out;
   }
 
@@ -262,7 +337,7 @@ class ClipSearch {
   const int blank_;
   const int64_t n_out_, joint_;
   Tensor enc_proj_;
-  std::map<std::vector<int>, std::shared_ptr<const PredState>> cache_;
+  std::vector<int> best_tokens_;
 };
 
 }  // namespace

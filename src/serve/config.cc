@@ -112,10 +112,7 @@ void validate_model(const ModelConfig& m) {
   STENO_CHECK(m.decoding.empty() || m.decoding == "greedy" || m.decoding == "beam",
               "decoding must be greedy or beam, got '{}'", m.decoding);
   STENO_CHECK(m.beam_size >= 1 && m.beam_size <= 256, "beam_size must be in 1..256, got {}", m.beam_size);
-  const bool beam = m.decoding == "beam" || (m.decoding.empty() && !m.lm.empty());
   STENO_CHECK(m.decoding != "greedy" || m.lm.empty(), "lm needs decoding beam (decoding is greedy)");
-  if (beam && m.share != ShareMode::kLanes)
-    fail(ErrorCode::kUnimplemented, "beam decoding runs in lanes only (share is '{}')", share_mode_name(m.share));
   const Device device = m.parsed_device();  // throws naming the text (the whole list is parsed)
   const DType dtype = m.compute_dtype();
   STENO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,

@@ -72,12 +72,12 @@ RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, in
 }
 
 RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int sms_per_lane,
-                                        GreenLanes lanes) {
+                                        GreenLanes lanes, std::optional<asr::BeamOptions> beam) {
   STENO_CHECK(model != nullptr, "green_transcriber_runners needs a model");
   const Device device = model->device();
   return green_runners(device, sms_per_lane, std::move(lanes),
-                       [model = std::move(model)](ops::Context ctx) -> std::unique_ptr<BatchRunner> {
-                         return std::make_unique<TranscriberRunner>(model, std::move(ctx));
+                       [model = std::move(model), beam](ops::Context ctx) -> std::unique_ptr<BatchRunner> {
+                         return std::make_unique<TranscriberRunner>(model, std::move(ctx), LongForm{}, beam);
                        });
 }
 

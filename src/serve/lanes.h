@@ -64,7 +64,8 @@ using RunnerFactory = std::function<std::unique_ptr<BatchRunner>(int lane)>;
 // The Transcriber runner over the shared model, on the model's device: on the CPU, a Context of `threads`
 // threads (0 = default) with `gemm`; on CUDA, a Context of its own (its own stream, memory pool and cuBLASLt
 // workspace) per lane, so the lanes' batches overlap on the GPU over one copy of the weights.
-// `beam`: every lane decodes with beam search (tdt_beam.h; CPU models only), else greedily.
+// `beam`: every lane decodes with beam search (tdt_beam.h; on the host, whatever the model's device), else
+// greedily.
 RunnerFactory transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int threads,
                                   ops::GemmBackend gemm = ops::GemmBackend::kOneDnn, LongForm long_form = {},
                                   std::optional<asr::BeamOptions> beam = std::nullopt);
@@ -86,9 +87,9 @@ struct GreenLanes {
 // context of `sms_per_lane` SMs (at least the device's minimum partition and a multiple of its alignment: 8 and 8
 // on sm_90; at most the device's SMs). Lanes beyond the groups that fit wrap around and share SMs (logged). Throws
 // kUnavailable without a CUDA build, GPU or driver support for green contexts, or when not one group fits what is
-// left of the partition; kInvalidArgument for a CPU model or a bad SM count.
+// left of the partition; kInvalidArgument for a CPU model or a bad SM count. `beam` as for transcriber_runners.
 RunnerFactory green_transcriber_runners(std::shared_ptr<const asr::AsrModel> model, int sms_per_lane,
-                                        GreenLanes lanes = {});
+                                        GreenLanes lanes = {}, std::optional<asr::BeamOptions> beam = std::nullopt);
 // The same for any runner: lanes on `on`'s green contexts, each runner made by `make` on its lane's context.
 RunnerFactory green_runners(Device on, int sms_per_lane, GreenLanes lanes,
                             std::function<std::unique_ptr<BatchRunner>(ops::Context)> make);

@@ -279,7 +279,7 @@ std::vector<Option> make_options() {
                    STENO_FIELD(model.pieces_in_flight)));
 
   const std::string dec = "Decoding";
-  t.push_back(bind(dec, {"decoding", {}, "MODE", "greedy (NeMo's) or beam (beam search, on the host; lanes only) (\"\": "
+  t.push_back(bind(dec, {"decoding", {}, "MODE", "greedy (NeMo's) or beam (beam search, on the host) (\"\": "
                                                  "beam when lm is given, else greedy)"},
                    STENO_FIELD(model.decoding)));
   t.push_back(bind(dec, {"beam-size", {}, "N", "Hypotheses beam search keeps"}, STENO_FIELD(model.beam_size)));

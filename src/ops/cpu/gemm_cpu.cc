@@ -26,6 +26,10 @@ void onednn_first_call() {
   onednn().sgemm('N', 'N', 16, 16, 16, 1.0f, a, 16, a, 16, 0.0f, c, 16);
 }
 
+// Up to this many rows of A, OpenBLAS is called once per row (sgemv) rather than once (sgemm): measured on the
+// bundled model's beam search (bench/engine_bench, BM_Bundled_BeamDecoder).
+constexpr int64_t kOpenBlasGemvRows = 8;
+
 void sgemm(GemmBackend backend, int num_threads, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
            float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
            int64_t ldc) {
@@ -52,14 +56,19 @@ void sgemm(GemmBackend backend, int num_threads, bool trans_a, bool trans_b, int
     const int64_t most = std::max({m, n, k, lda, ldb, ldc});
     if (most > INT_MAX)
       fail(ErrorCode::kOutOfRange, "gemm {}x{}x{}: dimensions exceed OpenBLAS's 32-bit indices", m, n, k);
-    if (m == 1) {  // a vector times a matrix (an LSTM step at batch 1): OpenBLAS's sgemm has no GEMV shortcut
+    if (m <= kOpenBlasGemvRows) {
+      // A few rows times a matrix (an LSTM step of a few hypotheses): OpenBLAS's sgemm has no GEMV shortcut and
+      // packs the whole of B on every call, which costs more than reading it once per row.
       const int inc_a = trans_a ? static_cast<int>(lda) : 1;
-      if (trans_b)  // B [N, K]: c = B · a
-        openblas().sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), alpha, b,
-                         static_cast<int>(ldb), a, inc_a, beta, c, 1);
-      else  // B [K, N]: c = Bᵀ · a
-        openblas().sgemv(CblasRowMajor, CblasTrans, static_cast<int>(k), static_cast<int>(n), alpha, b,
-                         static_cast<int>(ldb), a, inc_a, beta, c, 1);
+      for (int64_t i = 0; i < m; ++i) {
+        const float* row = trans_a ? a + i : a + i * lda;
+        if (trans_b)  // B [N, K]: c = B · a
+          openblas().sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(k), alpha, b,
+                           static_cast<int>(ldb), row, inc_a, beta, c + i * ldc, 1);
+        else  // B [K, N]: c = Bᵀ · a
+          openblas().sgemv(CblasRowMajor, CblasTrans, static_cast<int>(k), static_cast<int>(n), alpha, b,
+                           static_cast<int>(ldb), row, inc_a, beta, c + i * ldc, 1);
+      }
       return;
     }
     openblas().sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,

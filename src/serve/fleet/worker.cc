@@ -182,7 +182,8 @@ int run_worker(const WorkerOptions& options) {
     runner = diarizer_runners(std::move(model), options.threads, options.gemm, long_form)(options.index);
   } else {
     weights = load_worker_model(options.model_dir, overrides, options.weights, options.index);
-    runner = transcriber_runners(weights.model, options.threads, options.gemm, long_form)(options.index);
+    runner = transcriber_runners(weights.model, options.threads, options.gemm, long_form,
+                                 options.decoding.resolve(weights.model->decoder().blank_id()))(options.index);
   }
 
   Hello hello;

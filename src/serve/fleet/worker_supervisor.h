@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "steno/asr/tdt_beam.h"
 #include "steno/core/device.h"
 #include "steno/core/dtype.h"
 #include "steno/ops/context.h"
@@ -55,6 +56,7 @@ struct WorkerCommand {
   std::string log_level;  // "": the server's current level
   double long_audio_seconds = 0;  // the engines' long-form mode past this (WorkerOptions); 0: never
   int long_attention = 128;
+  asr::DecodingRequest decoding;  // the ASR's decoding (greedy or beam search), resolved by each worker
 };
 
 using WorkerEnv = std::function<std::vector<std::pair<std::string, std::string>>(int worker)>;

@@ -62,6 +62,7 @@ fleet::WorkerFleetConfig worker_fleet(const ServeConfig& config) {
   f.share_weights = m.share_weights;
   f.command.long_audio_seconds = m.long_audio_seconds;
   f.command.long_attention = m.long_attention;
+  f.command.decoding = m.decoding_request();
   return f;
 }
 
@@ -201,12 +202,13 @@ BuiltModel build_model(const ServeConfig& config) {
     overrides.dtype = m.compute_dtype();
     overrides.fp8_linears = m.fp8_linears();
     std::shared_ptr<const asr::AsrModel> model = asr::AsrModel::load(m.dir, overrides);
+    std::optional<asr::BeamOptions> beam = m.decoding_request().resolve(model->decoder().blank_id());
     const RunnerFactory runners =
         m.share == ShareMode::kGreen
-            ? green_transcriber_runners(model, m.green_sms, {m.executors, built.green[g]})
+            ? green_transcriber_runners(model, m.green_sms, {m.executors, built.green[g]}, std::move(beam))
             : transcriber_runners(model, threads_per_executor(m.executors, m.threads_per_executor),
                                   ops::parse_gemm_backend(m.gemm), LongForm{m.long_audio_seconds, m.long_attention},
-                                  m.decoding_request().resolve(model->decoder().blank_id()));
+                                  std::move(beam));
     makers.push_back(lane_maker(runners, m.executors, device, on_device_fault(spec.devices)));
   }
   spec.executors = grouped(spec.devices, std::move(makers));

@@ -49,6 +49,27 @@ TEST(WorkerArguments, SayHowTheWorkerGetsItsWeights) {
   EXPECT_EQ(std::count(importer.begin(), importer.end(), "--export-weights"), 0);
 }
 
+TEST(WorkerArguments, CarryTheDecodingSettings) {
+  WorkerFleetConfig config;
+  config.command.model_dir = "/models/m";
+  const auto greedy = worker_arguments(config, 0);
+  for (const char* flag : {"--decoding", "--beam-size", "--lm", "--lm-alpha", "--lm-beta"})
+    EXPECT_EQ(std::count(greedy.begin(), greedy.end(), flag), 0) << flag;
+
+  config.command.decoding.lm = "/models/m/lm.arpa.gz";
+  config.command.decoding.beam_size = 12;
+  config.command.decoding.lm_alpha = 0.1 + 0.2;  // not 0.3: the worker must get the same double
+  config.command.decoding.lm_beta = 0.6;
+  const auto beam = worker_arguments(config, 0);
+  EXPECT_EQ(std::count(beam.begin(), beam.end(), "--decoding"), 0);  // beam follows from the LM, as in the CLI
+  EXPECT_TRUE(has_pair(beam, "--lm", "/models/m/lm.arpa.gz"));
+  EXPECT_TRUE(has_pair(beam, "--beam-size", "12"));
+  EXPECT_TRUE(has_pair(beam, "--lm-beta", "0.6"));
+  const auto alpha = std::find(beam.begin(), beam.end(), "--lm-alpha");
+  ASSERT_NE(alpha, beam.end());
+  EXPECT_EQ(std::stod(*(alpha + 1)), 0.1 + 0.2);
+}
+
 TEST(WorkerProcess, TheSharedWeightsDescriptorIsInheritedAsDescriptor4) {
   const int memfd = ::memfd_create("weights", MFD_CLOEXEC);
   ASSERT_GE(memfd, 0);

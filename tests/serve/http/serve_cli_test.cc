@@ -52,23 +52,21 @@ TEST(ServeCli, RefusesUnsafeOrInvalidSettings) {
   EXPECT_NE(out.find("unknown setting 'prot'"), std::string::npos) << out;
   fs::remove(config);
 
-  // Beam decoding runs in lanes only: worker processes refuse it before anything loads.
   const std::string lm = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en/lm.arpa.gz";
-  out = run(std::string(STENO_BINARY) + " serve --port 0 --share processes --lm " + lm, &rc);
-  EXPECT_EQ(rc, 1);
-  EXPECT_NE(out.find("beam decoding runs in lanes only (share is 'processes')"), std::string::npos) << out;
   out = run(std::string(STENO_BINARY) + " serve --port 0 --decoding greedy --lm " + lm, &rc);
   EXPECT_EQ(rc, 1);
   EXPECT_NE(out.find("lm needs decoding beam"), std::string::npos) << out;
 }
 
-// `steno serve --lm`: the lanes decode with beam search and the bundled LM, as `steno transcribe --lm` does (the
-// clip is one whose transcript the LM changes: greedy decoding gives "being allowed or imlovate").
-TEST(ServeCli, BeamSearchWithTheBundledLmAsTranscribeDoes) {
+// `steno serve --lm`: lanes and worker processes decode with beam search and the bundled LM, as `steno transcribe
+// --lm` does (the clip is one whose transcript the LM changes: greedy decoding gives "being allowed or imlovate").
+class ServeBeam : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ServeBeam, BeamSearchWithTheBundledLmAsTranscribeDoes) {
   const fs::path dir = fs::temp_directory_path() / ("steno-http-beam-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const std::string lm = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en/lm.arpa.gz";
-  const int port = start_serve(dir, "--port 0 --lm " + lm);
+  const int port = start_serve(dir, std::string("--port 0 --share ") + GetParam() + " --lm " + lm);
   ASSERT_GT(port, 0) << slurp(dir / "log");
   const std::string clip =
       (fs::path(STENO_TEST_DATA) / "testset/festival/audio/festival-test-0000002.flac").string();
@@ -76,8 +74,11 @@ TEST(ServeCli, BeamSearchWithTheBundledLmAsTranscribeDoes) {
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(nlohmann::json::parse(r.body, nullptr, false)["text"], "being allowed or in love with") << r.body;
   kill(std::stoi(slurp(dir / "pid")), SIGTERM);
+  for (int i = 0; i < 200 && slurp(dir / "rc").empty(); ++i) std::this_thread::sleep_for(50ms);
   fs::remove_all(dir);
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, ServeBeam, ::testing::Values("lanes", "processes"));
 
 TEST(ServeCli, ServesThenDrainsOnSigterm) {
   const fs::path dir = fs::temp_directory_path() / ("steno-http-test-" + std::to_string(getpid()));

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <string>
 
+#include "steno/asr/tdt_beam.h"
 #include "steno/core/device.h"
 #include "steno/core/dtype.h"
 #include "steno/ops/context.h"
@@ -31,6 +32,7 @@ struct WorkerOptions {
   // the diarizer streaming, the ASR with local attention of half-width long_attention.
   double long_audio_seconds = 0;
   int long_attention = 128;
+  asr::DecodingRequest decoding;  // an ASR model's decoding: greedy, or beam search (with an LM), as lanes do
 };
 
 // Serves batches until the server closes the socket (returns 0). A protocol error from the server is logged and
