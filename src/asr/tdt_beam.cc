@@ -350,15 +350,29 @@ std::vector<Hypothesis> beam_decode(ops::Context& ctx, const TdtDecoder::Paramet
               "beam decode: encoded must be f32 [B, T, d] on the CPU with B lengths, got {} and {} lengths",
               shape_str(encoded.shape()), lengths.size());
   validate(options, p.vocab_size);
+  // The clips are searched side by side, one per pool thread: a search's products have a handful of rows, which
+  // gain little from a second thread, while clips are independent (the GEMMs inside a parallel_for chunk run on
+  // its thread alone, the LM is only read).
+  const int64_t clips = static_cast<int64_t>(lengths.size());
   std::vector<Hypothesis> out(lengths.size());
-  for (size_t b = 0; b < lengths.size(); ++b) {
+  std::vector<DecodeStats> clip_stats(lengths.size());
+  auto search = [&](int64_t b) {
     const int64_t frames = std::min(lengths[b], encoded.dim(1));
-    if (frames <= 0) continue;
-    const Tensor clip = encoded.narrow0(static_cast<int64_t>(b), static_cast<int64_t>(b) + 1)
-                            .reshape({encoded.dim(1), encoded.dim(2)})
-                            .narrow0(0, frames);
-    out[b] = ClipSearch(ctx, p, options, stats).run(clip);
-  }
+    if (frames <= 0) return;
+    const Tensor clip = encoded.narrow0(b, b + 1).reshape({encoded.dim(1), encoded.dim(2)}).narrow0(0, frames);
+    out[b] = ClipSearch(ctx, p, options, &clip_stats[b]).run(clip);
+  };
+  if (clips == 1)
+    search(0);  // all of the pool's threads for its products
+  else
+    ctx.pool().parallel_for(0, clips, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) search(b);
+    });
+  if (stats)
+    for (const DecodeStats& s : clip_stats) {
+      stats->steps += s.steps;
+      stats->lstm_updates += s.lstm_updates;
+    }
   return out;
 }
 

@@ -43,8 +43,9 @@ struct DecodingRequest {
   std::optional<BeamOptions> resolve(int vocab_size) const;
 };
 
-// Beam-decodes each clip of `encoded` [B, T, d_model] (f32, CPU) up to its length, one clip after another, with
-// the decoder's parameters (f32 CPU). Hypotheses carry tokens, their frames and chosen durations, as greedy ones.
+// Beam-decodes each clip of `encoded` [B, T, d_model] (f32, CPU) up to its length, the clips side by side on
+// ctx's threads (one alone gets them all for its products), with the decoder's parameters (f32 CPU). Hypotheses
+// carry tokens, their frames and chosen durations, as greedy ones.
 std::vector<Hypothesis> beam_decode(ops::Context& ctx, const TdtDecoder::Parameters& p, const Tensor& encoded,
                                     const std::vector<int64_t>& lengths, const BeamOptions& options,
                                     DecodeStats* stats = nullptr);
