@@ -23,10 +23,14 @@ std::string read_all(const std::filesystem::path& path) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) fail(ErrorCode::kNotFound, "token LM {}: cannot open it", path.string());
   std::string out;
-  char buf[1 << 16];
+  std::error_code ec;
+  const uintmax_t stored = std::filesystem::file_size(path, ec);
+  if (!ec) out.reserve(std::min<uintmax_t>(stored * 4, kMaxArpaBytes));  // ARPA text gzips about 4:1
+  gzbuffer(f, 1 << 20);
+  std::vector<char> buf(1 << 20);
   int n = 0;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0) {
-    out.append(buf, static_cast<size_t>(n));
+  while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0) {
+    out.append(buf.data(), static_cast<size_t>(n));
     if (out.size() > kMaxArpaBytes) {
       gzclose(f);
       fail(ErrorCode::kOutOfRange, "token LM {}: over {} MiB of ARPA text", path.string(), kMaxArpaBytes >> 20);
@@ -42,8 +46,9 @@ std::string read_all(const std::filesystem::path& path) {
 
 // Splits on ASCII spaces and tabs only: NeMo's token characters include U+0085 and U+00A0, which other
 // definitions of white space would split on.
-std::vector<std::string_view> fields(std::string_view line) {
-  std::vector<std::string_view> out;
+// `out` is reused from line to line (a file has hundreds of thousands).
+void split_fields(std::string_view line, std::vector<std::string_view>& out) {
+  out.clear();
   size_t i = 0;
   while (i < line.size()) {
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
@@ -51,7 +56,6 @@ std::vector<std::string_view> fields(std::string_view line) {
     while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
     if (i > start) out.push_back(line.substr(start, i - start));
   }
-  return out;
 }
 
 // The one code point a word of UTF-8 holds, or -1 when it holds none, several, or malformed bytes.
@@ -70,11 +74,13 @@ int32_t single_code_point(std::string_view w) {
   return cp < kMin[len] || cp > 0x10FFFF ? -1 : cp;
 }
 
-float parse_float(std::string_view s, const std::string& where) {
+// `where` names the place, made only for the message.
+template <class Where>
+float parse_float(std::string_view s, const Where& where) {
   float v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v))
-    fail(ErrorCode::kDataLoss, "{}: '{}' is not a number", where, std::string(s));
+    fail(ErrorCode::kDataLoss, "{}: '{}' is not a number", where(), std::string(s));
   return v;
 }
 
@@ -124,6 +130,7 @@ TokenLm TokenLm::parse(std::string_view text, int vocab_size, const std::string&
   };
   std::vector<Pending> pending;
   std::vector<int> ids;
+  std::vector<std::string_view> f;  // the line's fields
 
   // Closes the section being read: the count checked, the entries sorted into place.
   auto finish_section = [&]() {
@@ -156,7 +163,8 @@ TokenLm TokenLm::parse(std::string_view text, int vocab_size, const std::string&
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     const auto where = [&] { return fmt::format("token LM {} line {}", name, line_no); };
-    if (fields(line).empty()) continue;
+    split_fields(line, f);
+    if (f.empty()) continue;
     if (line == "\\data\\") {
       if (in_data) fail(ErrorCode::kDataLoss, "{}: a second \\data\\", where());
       in_data = true;
@@ -181,7 +189,6 @@ TokenLm TokenLm::parse(std::string_view text, int vocab_size, const std::string&
       continue;
     }
     if (section == 0) {  // header: "ngram K=COUNT", K = 1, 2, ...
-      const auto f = fields(line);
       const size_t eq = line.find('=');
       int k = 0;
       int64_t count = -1;
@@ -195,14 +202,13 @@ TokenLm TokenLm::parse(std::string_view text, int vocab_size, const std::string&
       continue;
     }
     // An entry: log10 p, `section` words, and a backoff weight below the highest order.
-    const auto f = fields(line);
     const size_t k = static_cast<size_t>(section);
     const bool has_bow = f.size() == k + 2;
     if (f.size() != k + 1 && !has_bow) fail(ErrorCode::kDataLoss, "{}: expected {} words", where(), k);
     if (++seen > declared[k - 1])
       fail(ErrorCode::kDataLoss, "{}: more {}-grams than the header's {}", where(), k, declared[k - 1]);
-    const float logp = parse_float(f[0], where());
-    const float bow = has_bow ? parse_float(f[k + 1], where()) : 0.0f;
+    const float logp = parse_float(f[0], where);
+    const float bow = has_bow ? parse_float(f[k + 1], where) : 0.0f;
     ids.clear();
     bool skip = false;
     for (size_t j = 1; j <= k; ++j) {
