@@ -112,6 +112,12 @@ TokenLm TokenLm::load(const std::filesystem::path& path, int vocab_size) {
 
 TokenLm TokenLm::parse(std::string_view text, int vocab_size, const std::string& name) {
   STENO_CHECK(vocab_size >= 1 && vocab_size < (1 << 20), "token LM: vocabulary size {} is out of range", vocab_size);
+  // KenLM's binary files (build_binary's output, what NeMo's scripts often keep) start with this line.
+  if (text.starts_with("mmap lm http://kheafield.com/code"))
+    fail(ErrorCode::kUnimplemented,
+         "token LM {}: a KenLM binary file; steno reads ARPA text (plain or gzip): give it the .arpa file the binary "
+         "was built from",
+         name);
   TokenLm lm;
   lm.vocab_ = vocab_size;
   lm.uni_logp_.assign(static_cast<size_t>(vocab_size) + 1, kUnlistedLog10);

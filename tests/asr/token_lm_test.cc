@@ -92,6 +92,10 @@ TEST_F(TokenLmFiles, RefusesMalformedFilesNamingTheProblem) {
   expect_error([&] { TokenLm::load(write(std::string(kHeader) + "\n\\3-grams:\n" + ok_tail), 2); },
                ErrorCode::kDataLoss, {"out of place"});
   expect_error([&] { TokenLm::load(dir_ / "absent.arpa", 2); }, ErrorCode::kNotFound, {"cannot open"});
+  // KenLM's binary format (its first bytes, as build_binary writes them) is named, not read as broken ARPA.
+  expect_error([&] { TokenLm::load(write(std::string("mmap lm http://kheafield.com/code format version 5\n") +
+                                         std::string(4, '\0')), 2); },
+               ErrorCode::kUnimplemented, {"KenLM binary", "ARPA"});
 }
 
 }  // namespace
