@@ -183,6 +183,9 @@ def frame_der(probs, targets, mask):
 
 # ---------------------------------------------------------------------------------------------------------------
 
+WORKER_TIMEOUT_S = 300  # a batch of conversations takes a worker seconds; past this it is stuck, and we say so
+
+
 def batches(pool_dir, tcfg, seed, start_step, jobs, prefetch=3):
     """Yields (step, [(audio, segments)]) with about batch_seconds padded seconds a batch; the workers compose
     `prefetch` batches ahead of the training step. Example i of step s is the same whatever the worker count.
@@ -190,14 +193,32 @@ def batches(pool_dir, tcfg, seed, start_step, jobs, prefetch=3):
     the pool's files."""
     per_batch = max(2, int(tcfg["batch_seconds"] / tcfg["seconds"][1]))
     ctx = mp.get_context("forkserver")
-    with ctx.Pool(jobs, initializer=_init_worker_from, initargs=(pool_dir,)) as workers:
-        def submit(s):
-            return workers.map_async(make_example, [(seed * 1_000_003 + s * 4099 + i, tcfg) for i in range(per_batch)])
-        pending = [(s, submit(s)) for s in range(start_step, start_step + prefetch)]
+    workers = ctx.Pool(jobs, initializer=_init_worker_from, initargs=(pool_dir,))
+
+    def submit(s):
+        return workers.map_async(make_example, [(seed * 1_000_003 + s * 4099 + i, tcfg) for i in range(per_batch)])
+
+    pending = [(s, submit(s)) for s in range(start_step, start_step + prefetch)]
+    try:
         while True:
             step, job = pending.pop(0)
             pending.append((step + prefetch, submit(step + prefetch)))
-            yield step, job.get()
+            try:
+                yield step, job.get(timeout=WORKER_TIMEOUT_S)
+            except mp.TimeoutError:
+                raise RuntimeError(f"the conversation workers gave no batch for step {step} in "
+                                   f"{WORKER_TIMEOUT_S} s") from None
+    finally:
+        # The end (the trainer stops taking batches): the prefetched jobs finish and the workers leave on their
+        # own. Pool.terminate() with jobs in flight can wait for good on a queue lock a worker holds (the smoke
+        # test hung at the end of a run, under load); it stays the fallback for workers that are stuck.
+        workers.close()
+        for _, job in pending:
+            job.wait(WORKER_TIMEOUT_S)
+        if all(job.ready() for _, job in pending):
+            workers.join()
+        else:
+            workers.terminate()
 
 
 def to_tensors(examples, num_spks, device):
