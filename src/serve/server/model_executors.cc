@@ -195,6 +195,9 @@ BuiltModel build_model(const ServeConfig& config) {
     return built;
   }
   if (m.share == ShareMode::kGreen) built.green = green_partitions(spec.devices);
+  // Resolved once: every group's lanes share one LM.
+  const std::optional<asr::BeamOptions> beam =
+      m.decoding_request().resolve(asr::AsrModel::read_config(m.dir).decoder.vocab_size);
   for (size_t g = 0; g < spec.devices.size(); ++g) {
     const Device device = spec.devices[g].device;
     asr::ModelOverrides overrides;
@@ -202,13 +205,12 @@ BuiltModel build_model(const ServeConfig& config) {
     overrides.dtype = m.compute_dtype();
     overrides.fp8_linears = m.fp8_linears();
     std::shared_ptr<const asr::AsrModel> model = asr::AsrModel::load(m.dir, overrides);
-    std::optional<asr::BeamOptions> beam = m.decoding_request().resolve(model->decoder().blank_id());
     const RunnerFactory runners =
         m.share == ShareMode::kGreen
-            ? green_transcriber_runners(model, m.green_sms, {m.executors, built.green[g]}, std::move(beam))
+            ? green_transcriber_runners(model, m.green_sms, {m.executors, built.green[g]}, beam)
             : transcriber_runners(model, threads_per_executor(m.executors, m.threads_per_executor),
                                   ops::parse_gemm_backend(m.gemm), LongForm{m.long_audio_seconds, m.long_attention},
-                                  std::move(beam));
+                                  beam);
     makers.push_back(lane_maker(runners, m.executors, device, on_device_fault(spec.devices)));
   }
   spec.executors = grouped(spec.devices, std::move(makers));
