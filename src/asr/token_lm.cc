@@ -25,11 +25,13 @@ std::string read_all(const std::filesystem::path& path) {
   std::string out;
   std::error_code ec;
   const uintmax_t stored = std::filesystem::file_size(path, ec);
-  if (!ec) out.reserve(std::min<uintmax_t>(stored * 4, kMaxArpaBytes));  // ARPA text gzips about 4:1
   gzbuffer(f, 1 << 20);
   std::vector<char> buf(1 << 20);
   int n = 0;
   while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0) {
+    // Once zlib knows whether the file is gzip (after the first read): room for all of it, ARPA text gzipping
+    // about 4:1, so that the text is not copied as it grows.
+    if (out.empty() && !ec) out.reserve(std::min<uintmax_t>(gzdirect(f) ? stored : stored * 4, kMaxArpaBytes));
     out.append(buf.data(), static_cast<size_t>(n));
     if (out.size() > kMaxArpaBytes) {
       gzclose(f);
