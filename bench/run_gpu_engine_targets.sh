@@ -15,7 +15,7 @@
 #   STENO_GPU_PROGRAMS="steno cuda_engine_bench engine_cuda_test" \
 #     STENO_GPU_TESTDATA="nemo-tiny-24 nemo-tiny-25 golden-nemo24 golden-nemo25" \
 #     scripts/package-gpu.sh gpu-pkg/steno-gpu-targets.tar.xz
-#   tools/train/carry_slim.sh out-gpu                      # `back` after the call
+#   tools/train/carry_slim.sh out-gpu-lm                   # `back` after the call (the LM: engine_cuda_test's beam test)
 #   STENO_GPU_PACKAGE=gpu-pkg/steno-gpu-targets.tar.xz STENO_COMMIT=<commit> bench/run_gpu_engine_targets.sh "$OUT"
 # Results in OUT: targets.md and targets.json (also printed), results.tar.xz (the arms' JSON, the profiles, the
 # trace, machine.txt, logs/). Steps run most important first, each within a time limit, so that a step that

@@ -8,6 +8,10 @@
 #   tools/train/carry_slim.sh out-gpu [PLACE] # for a call with the GPU package (scripts/package-gpu.sh, ~31 MB):
 #                                             # keeps bench's scripts, the ASR and VAD models and the test data the
 #                                             # CUDA test programs read
+#   tools/train/carry_slim.sh out-gpu-lm [PLACE] # out-gpu keeping the bundled LM, for the call with the smaller
+#                                             # targets package (bench/run_gpu_engine_targets.sh), whose
+#                                             # engine_cuda_test runs the beam search test; the LM does not fit
+#                                             # beside the whole tests package
 #   tools/train/carry_slim.sh back [PLACE]    # moves them back (git checkout restores any that PLACE lost)
 #
 # PLACE must outlive the session's shell (not /tmp of a machine that may be replaced); `back` also works from git
@@ -16,17 +20,22 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 paths=(bench tests/data fuzz/corpus fuzz/seeds models/steno-sortformer-small models/silero-vad
        models/steno-tdt-small-en/lm.arpa.gz)
-# The bundled model's token LM (4 MB) goes out of both: beam search runs on the CPU engine only.
+# The bundled model's token LM (4 MB) goes out of out and out-gpu (training does not read it; beside the whole
+# CUDA tests package it would pass the limit); out-gpu-lm keeps it for engine_cuda_test's beam search test.
 # out-gpu: what the serving benchmarks and the CUDA test programs do not read (the tracked tree is ~85 MB, the
 # package ~31 MB). Of tests/data they read the bundled test set, the encoder-graph test's model
 # (golden/mel128_local_attn) and the reference conversations (sortformer-tiny/conv*.wav): 63.8 of the 64 MiB in all.
 gpu_paths=(bench/results fuzz/corpus fuzz/seeds models/steno-sortformer-small models/steno-tdt-small-en/lm.arpa.gz)
-gpu_keep='^tests/data/(testset/|golden/mel128_local_attn/|sortformer-tiny/conv[0-9]+\.wav$)'
+gpu_keep='^tests/data/(testset/|golden/mel128_local_attn/|golden/tokenizer\.model$|sortformer-tiny/conv[0-9]+\.wav$)'
 while IFS= read -r f; do gpu_paths+=("$f"); done < <(git ls-files tests/data | grep -Ev "$gpu_keep")
 place=${2:-../steno-carry-aside}
 case ${1:-} in
-  out|out-gpu)
+  out|out-gpu|out-gpu-lm)
     [ "$1" = out-gpu ] && paths=("${gpu_paths[@]}")
+    if [ "$1" = out-gpu-lm ]; then
+      paths=()
+      for p in "${gpu_paths[@]}"; do [ "$p" = models/steno-tdt-small-en/lm.arpa.gz ] || paths+=("$p"); done
+    fi
     for p in "${paths[@]}"; do
       [ -e "$p" ] || continue
       mkdir -p "$place/$(dirname "$p")"
@@ -34,7 +43,7 @@ case ${1:-} in
     done
     tree_kb=$(du -sk --exclude=.git --exclude='build*' --exclude=.debs --exclude=gpu-pkg . | cut -f1)
     carried=(.debs build-data) note="build-data should hold only corpus.txt.xz"
-    [ "$1" = out-gpu ] && carried=(gpu-pkg) note="carry [\"gpu-pkg\"]"
+    [ "$1" != out ] && carried=(gpu-pkg) note="carry [\"gpu-pkg\"]"
     carry_kb=$(du -skc "${carried[@]}" 2>/dev/null | tail -1 | cut -f1)
     echo "carry_slim: tree $((tree_kb / 1024)) MB + ${carried[*]} $((carry_kb / 1024)) MB (limit 64 MiB; $note)"
     ;;
