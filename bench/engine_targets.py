@@ -10,6 +10,15 @@ RESULTS_DIR holds NAME-bf16-N.json and NAME-fp8-N.json (cuda_engine_bench's Goog
 the arms alternate, so the repeats of one arm show the machine's drift). A figure is the median row of a file;
 the table quotes every repeat and judges on all of them. Ratios (fp8 against bf16) are the arms' means, taken in
 one run as docs/benchmarks.md asks.
+
+The fp8 ratios are given twice: as measured, and with bf16's decoding work. The benchmarks' model has random
+weights, whose encoder output changes by only ~2 % from frame to frame (steno/asr/random_model.h); calibration
+magnifies that change for the joint, and FP8's rounding (E4M3 keeps 3 mantissa bits) is as large as it, so in fp8
+the random model's token rate, and the decoder's loop count, which the longest row sets, wander from batch to batch
+(bench/results/h200-fp8-decoder-check). A trained model decodes the same tokens in both precisions (the bundled
+model: 158 of 160 transcripts equal), so the second figure swaps the fp8 arm's decoder and detokenizer times for
+bf16's, stage by stage from the same runs: end to end at 32 x 45 s, and the mix at one lane (planned batches), where
+the stages add up to the wall time (with several lanes they overlap).
 """
 import argparse
 import glob
@@ -97,6 +106,23 @@ def ratios(num, den):
     return [a / b for a, b in zip(num, den) if b]
 
 
+def decode_swapped(bf16, fp8, bench):
+    """Per repeat pair: (bf16 wall ms, fp8 wall ms with bf16's decoder and detokenizer stage times) of `bench`, an
+    end-to-end or one-lane mix row (its wall time from the audio and the RTFx where it has them)."""
+    def walls(runs):
+        t = values(runs, bench)
+        secs, rtfx = values(runs, bench, "audio_seconds"), values(runs, bench, "rtfx")
+        if secs and rtfx and len(secs) == len(t):
+            t = [1000 * a / r for a, r in zip(secs, rtfx)]
+        return t
+    decode = {arm: [d + k for d, k in zip(values(runs, bench, "decoder_ms"), values(runs, bench, "detokenize_ms"))]
+              for arm, runs in (("bf16", bf16), ("fp8", fp8))}
+    out = []
+    for b_wall, f_wall, b_dec, f_dec in zip(walls(bf16), walls(fp8), decode["bf16"], decode["fp8"]):
+        out.append((b_wall, f_wall - f_dec + b_dec))
+    return out
+
+
 def targets(bf16, fp8):
     e2e = {sh: values(bf16, f"end_to_end/{sh}") for sh in ("b1x45s", "b32x45s", "b128x10s")}
     dec = values(bf16, "end_to_end/b32x45s", "decoder_ms")
@@ -116,6 +142,10 @@ def targets(bf16, fp8):
                ratios(e2e["b32x45s"], values(fp8, "end_to_end/b32x45s")), 1.3, False, "×", 2),
         Target(f"fp8 ≥ 1.3× bf16 on the mix, each at its best batch size (`{fp8_mix_name}` / `{mix_name}` RTFx)",
                ratios(fp8_mix_rtfx, mix_rtfx), 1.3, False, "×", 2),
+        Target("fp8 ≥ 1.3× bf16, end to end at 32 × 45 s with bf16's decoding work (module doc)",
+               [b / f for b, f in decode_swapped(bf16, fp8, "end_to_end/b32x45s") if f], 1.3, False, "×", 2),
+        Target("fp8 ≥ 1.3× bf16 on the mix at one lane (`offline_mix/planned`) with bf16's decoding work",
+               [b / f for b, f in decode_swapped(bf16, fp8, "offline_mix/planned") if f], 1.3, False, "×", 2),
     ]
     return out
 

@@ -227,6 +227,61 @@ TEST(Fp8Cuda, LinearIsTheProductOfTheQuantizedRows) {
   }
 }
 
+// At an encoder's row counts (32 clips of 45 s: 18,016 rows) cuBLASLt picks other kernels than at the small shapes
+// above. A row's product must still be its own: equal, within the bf16 output's rounding, to the same row's product
+// in a call of one clip (563 rows) and of the row alone, and to the host's product of the quantized rows (sampled).
+TEST(Fp8Cuda, ARowsProductDoesNotDependOnTheRowsBesideIt) {
+  SKIP_WITHOUT_FP8();
+  struct Case {
+    int64_t n, k;
+  };
+  const int64_t m = 32 * 563, clip = 563;
+  for (const Case& c : {Case{4096, 1024}, Case{1024, 4096}}) {
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k));
+    const DType dt = DType::kBF16;
+    const Tensor x = random_host({m, c.k}, 31, dt, -2.0f, 2.0f);
+    const Tensor w = random_host({c.n, c.k}, 32, DType::kF32, -0.05f, 0.05f);
+    const Tensor bias = random_host({c.n}, 33, dt);
+    const Tensor bias_dev = upload(gpu, bias, dt);
+    Fp8Rows x8 = fp8_scratch(gpu, m, c.k);
+    quantize_rows(gpu, upload(gpu, x, dt), x8);
+    const Fp8Rows w8 = quantize_weight(gpu, w, steno::cuda::weight_allocator(0));
+    auto product = [&](int64_t rows) {
+      const Fp8Rows head{x8.values.narrow0(0, rows), x8.scales.narrow0(0, rows)};
+      Tensor y = nan_device(gpu, {rows, c.n}, dt);
+      linear_fp8(gpu, head, w8, bias_dev, y);
+      return download(gpu, y).to_vector();
+    };
+    const std::vector<float> all = product(m), one_clip = product(clip), alone = product(1);
+
+    const HostRows hx = download_rows(gpu, x8), hw = download_rows(gpu, w8);
+    float largest = 0.0f;
+    for (float v : all) largest = std::max(largest, std::fabs(v));
+    ASSERT_GT(largest, 0.0f);
+    const float tol = 1e-2f * largest;
+    // Mismatches counted, the first described: a wrong kernel would otherwise print a million lines.
+    int64_t wrong = 0;
+    std::string first;
+    auto check = [&](int64_t r, int64_t j, float got, const char* what) {
+      const float whole = all[r * c.n + j];
+      if (std::fabs(got - whole) <= tol) return;
+      if (wrong++ == 0)
+        first = "row " + std::to_string(r) + " col " + std::to_string(j) + ": " + what + " " + std::to_string(got) +
+                ", in the whole call " + std::to_string(whole);
+    };
+    for (int64_t j = 0; j < c.n; ++j) check(0, j, alone[j], "alone");
+    for (int64_t r = 0; r < clip; r += 37)
+      for (int64_t j = 0; j < c.n; j += 5) check(r, j, one_clip[r * c.n + j], "in one clip's call");
+    for (int64_t r = 0; r < m; r += 997)
+      for (int64_t j = 0; j < c.n; j += 3) {
+        double s = bias.data<float>()[j];
+        for (int64_t l = 0; l < c.k; ++l) s += static_cast<double>(hx.dequantized(r, l)) * hw.dequantized(j, l);
+        check(r, j, static_cast<float>(s), "on the host");
+      }
+    EXPECT_EQ(wrong, 0) << first << " (tolerance " << tol << ")";
+  }
+}
+
 TEST(Fp8Cuda, RefusesRowsTheProductCannotTake) {
   SKIP_WITHOUT_FP8();
   Fp8Rows q = fp8_scratch(gpu, 2, 24);
