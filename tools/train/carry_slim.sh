@@ -50,7 +50,10 @@ case ${1:-} in
   back)
     paths+=("${gpu_paths[@]}")
     for p in "${paths[@]}"; do
-      if [ -e "$place/$p" ] && [ ! -e "$p" ]; then mkdir -p "$(dirname "$p")" && mv -T "$place/$p" "$p"; fi
+      # -L too: a moved symbolic link dangles in PLACE (its target stayed), and -e alone would leave it there.
+      if { [ -e "$place/$p" ] || [ -L "$place/$p" ]; } && [ ! -e "$p" ] && [ ! -L "$p" ]; then
+        mkdir -p "$(dirname "$p")" && mv -T "$place/$p" "$p"
+      fi
     done
     # Anything PLACE no longer had comes from git; only what is missing (a checkout of a present path would undo
     # the uncommitted edits in it).
