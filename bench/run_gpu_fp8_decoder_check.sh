@@ -48,35 +48,18 @@ for i in range(32):
 EOF
 for dt in fp8 bf16; do
   for b in 32 1; do
-    run "transcribe-$dt-b$b" 120 steno transcribe --model "$m8" --device cuda --dtype "$dt" --batch-size "$b" \
-      -f json "$clips"/clip*.wav
-    cp "$out/logs/transcribe-$dt-b$b.log" "$out/transcribe-$dt-b$b.json"
+    echo "== transcribe-$dt-b$b"
+    timeout --kill-after=10 120 "$pkg/run.sh" steno transcribe --model "$m8" --device cuda --dtype "$dt" \
+      --batch-size "$b" -f json "$clips"/clip*.wav >"$out/transcribe-$dt-b$b.json" \
+      2>"$out/logs/transcribe-$dt-b$b.log" || { echo "transcribe-$dt-b$b FAILED"; status=1; }
   done
 done
 python3 - "$out" <<'EOF' | tee "$out/clips.txt"
-import json, sys, os
+import json, os, sys
 out = sys.argv[1]
-def load(name):
-    text = open(os.path.join(out, name)).read()
-    docs, dec, i = [], json.JSONDecoder(), 0
-    while True:
-        j = text.find("{", i)
-        if j < 0: break
-        try:
-            d, i = dec.raw_decode(text, j)
-            docs.append(d)
-        except ValueError:
-            i = j + 1
-    rows = {}
-    def walk(d):
-        if isinstance(d, dict):
-            if "text" in d and ("file" in d or "path" in d):
-                rows[os.path.basename(d.get("file", d.get("path")))] = d["text"]
-            for v in d.values(): walk(v)
-        elif isinstance(d, list):
-            for v in d: walk(v)
-    for d in docs: walk(d)
-    return rows
+def load(name):  # {clip file name: text}
+    with open(os.path.join(out, name)) as f:
+        return {os.path.basename(r["file"]): r["text"] for r in json.load(f)["files"]}
 runs = {n: load(f"transcribe-{n}.json") for n in ("fp8-b32", "fp8-b1", "bf16-b32", "bf16-b1")}
 names = sorted(set().union(*runs.values()))
 print("clip  " + "  ".join(f"{n:>9}" for n in runs), "(words)")
