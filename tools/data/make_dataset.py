@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Synthesize English speech for the bundled model: 16 kHz int16 mono WAV (or FLAC) + a NeMo-style JSONL manifest.
 
-Python 3.11+ with numpy (1.24 .. 2.x), no other module. Speech comes from espeak-ng, flite and festival run as
-subprocesses, many at once (festival as one long-lived process per worker: its start takes ~0.8 s, an utterance
-~10 ms). Text comes from the corpus of build_corpus.py.
+Python 3.11+ with numpy (1.24 .. 2.x), no other module. Speech comes from espeak-ng (also driving MBROLA), flite,
+festival and SVOX Pico (pico2wave) run as subprocesses, many at once (festival as one long-lived process per
+worker: its start takes ~0.8 s, an utterance ~10 ms). Text comes from the corpus of build_corpus.py.
 
 Splits (--split):
   train          train sentences, training voices, augmented (noise, gain, reverberation, speed, padding)
@@ -11,6 +11,8 @@ Splits (--split):
   test           held-out test sentences, HELD-OUT espeak-ng voices, clean     (the WER figure)
   flite-test     held-out test sentences, all five flite voices, clean
   festival-test  held-out test sentences, festival's three English voices (ked_diphone never in training), clean
+  mbrola-test    held-out test sentences, the four English MBROLA voices (mb-us3 never in training), clean
+  pico-test      held-out test sentences, Pico's en-US and en-GB (en-GB never in training), clean
 
 --mix (train and dev) says which synthesizers speak and how often, e.g. espeak:0.6,flite:0.2,festival:0.2; the
 default espeak:1 is the first bundled model's recipe, utterance for utterance. Training hears four flite voices
@@ -71,9 +73,19 @@ FLITE_VOICES_TRAIN = ["kal", "kal16", "rms", "slt"]         # awb (Scottish Engl
 # festival's English voices in Debian 12 (festvox-kallpc16k, festvox-kdlpc16k, festvox-us-slt-hts).
 FESTIVAL_VOICES = ["kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts"]  # festival-test
 FESTIVAL_VOICES_TRAIN = ["kal_diphone", "cmu_us_slt_arctic_hts"]          # ked_diphone held out
-FAMILIES = ("espeak", "flite", "festival")
-SYNTH_TEST_SPLITS = {"flite-test": ("flite", FLITE_VOICES), "festival-test": ("festival", FESTIVAL_VOICES)}
-TRAIN_VOICES = {"flite": FLITE_VOICES_TRAIN, "festival": FESTIVAL_VOICES_TRAIN}  # espeak-ng's: pick_voice
+# MBROLA's English diphone voices (contrib mbrola, non-free mbrola-us1/us2/us3/en1), spoken through espeak-ng
+# (its text analysis and prosody, MBROLA's recorded diphones): four more recorded speakers.
+MBROLA_VOICES = ["mb-us1", "mb-us2", "mb-us3", "mb-en1"]  # mbrola-test
+MBROLA_VOICES_TRAIN = ["mb-us1", "mb-us2", "mb-en1"]       # mb-us3 (American male) held out
+# SVOX Pico (non-free libttspico-data): two more recorded speakers, each its own language resource.
+PICO_VOICES = ["en-US", "en-GB"]       # pico-test
+PICO_VOICES_TRAIN = ["en-US"]          # en-GB held out
+FAMILIES = ("espeak", "flite", "festival", "mbrola", "pico")
+SYNTH_TEST_SPLITS = {"flite-test": ("flite", FLITE_VOICES), "festival-test": ("festival", FESTIVAL_VOICES),
+                     "mbrola-test": ("mbrola", MBROLA_VOICES), "pico-test": ("pico", PICO_VOICES)}
+TRAIN_VOICES = {"flite": FLITE_VOICES_TRAIN, "festival": FESTIVAL_VOICES_TRAIN, "mbrola": MBROLA_VOICES_TRAIN,
+                "pico": PICO_VOICES_TRAIN}  # espeak-ng's: pick_voice
+ESPEAK_DRIVEN = ("espeak", "mbrola")   # rate, pitch and word gap are espeak-ng's for both
 TEST_SPLITS = {"test"} | set(SYNTH_TEST_SPLITS)  # sentences from the corpus's test split
 
 RATE = (130, 220)   # words per minute (espeak -s)
@@ -95,6 +107,7 @@ BASE_VOICE_FILES = {"en": "gmw/en", "en-us": "gmw/en-US", "en-gb-scotland": "gmw
 F0_VOICES = {"flite": {"kal", "kal16", "slt", "awb"}, "festival": {"kal_diphone", "ked_diphone"}}
 F0_MEAN_HZ = (75.0, 240.0)    # drawn log-uniform
 F0_STD_OF_MEAN = (0.08, 0.25)
+PICO_PITCH_LEVEL = (70.0, 150.0)   # --voice-aug, Pico: its <pitch level> markup, % of the voice's own (log-uniform)
 VOICE_SPEED = (0.85, 1.18)    # against the plain augmentation's 0.9 .. 1.1
 
 
@@ -204,7 +217,7 @@ def plan(split, index, seed, pool, augment, mix=(("espeak", 1.0),), channel=Fals
     synth, voice, label = pick_voice(split, r, mix)
     p = {"index": index, "source": source, "speak": speak, "text": transcript(speak), "synth": synth,
          "voice": voice, "label": label}
-    if synth == "espeak":
+    if synth in ESPEAK_DRIVEN:
         p["rate"] = r.randint(*RATE)
         p["pitch"] = r.randint(*PITCH)
         p["gap"] = r.choice([0, 0, 0, 0, 1, 2, 3]) if split == "train" else 0
@@ -233,6 +246,8 @@ def plan(split, index, seed, pool, augment, mix=(("espeak", 1.0),), channel=Fals
             if voice in F0_VOICES.get(synth, ()) and r.random() < 0.7:
                 mean = float(np.exp(r.uniform(*np.log(F0_MEAN_HZ))))
                 p["f0"] = {"mean": round(mean, 1), "std": round(mean * r.uniform(*F0_STD_OF_MEAN), 1)}
+            if synth == "pico" and r.random() < 0.7:
+                p["pitch_level"] = int(round(np.exp(r.uniform(*np.log(PICO_PITCH_LEVEL)))))
             if r.random() < 0.8:
                 aug["speed"] = round(r.uniform(*VOICE_SPEED), 3)
             if synth == "espeak" and r.random() < 0.4:
@@ -338,6 +353,20 @@ def synth_flite(p, flite):
         cmd = [flite, "-voice", p["voice"], "--setf", "duration_stretch=%s" % p["stretch"]] + f0 + \
             ["-t", p["speak"], "-o", path]
         subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+        with open(path, "rb") as fh:
+            return parse_wav(fh.read())
+
+
+def synth_pico(p, pico):
+    """SVOX Pico through pico2wave: rate and pitch as its own markup (speed in % of normal: a stretch of 1.1 is
+    speed 91)."""
+    text = '<speed level="%d">%s</speed>' % (round(100 / p["stretch"]), p["speak"])
+    if "pitch_level" in p:
+        text = '<pitch level="%d">%s</pitch>' % (p["pitch_level"], text)
+    with tempfile.TemporaryDirectory(prefix="pico") as d:
+        path = os.path.join(d, "o.wav")  # pico2wave wants the .wav extension
+        subprocess.run([pico, "-l", p["voice"], "-w", path, text], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       check=True)
         with open(path, "rb") as fh:
             return parse_wav(fh.read())
 
@@ -547,15 +576,17 @@ def apply_channel(y, ch):
 
 
 def synthesize(p, tools):
-    if p["synth"] == "espeak":
+    if p["synth"] in ESPEAK_DRIVEN:  # an MBROLA voice is an espeak-ng voice that runs the mbrola program
         return synth_espeak(p, tools["espeak"], tools.get("accents"))
     if p["synth"] == "flite":
         return synth_flite(p, tools["flite"])
+    if p["synth"] == "pico":
+        return synth_pico(p, tools["pico"])
     return synth_festival(p, tools["festival"])
 
 
 def render(p, tools):
-    """tools: {"espeak": program, "flite": program, "festival": FestivalSession}."""
+    """tools: {"espeak": program, "flite": program, "pico": program, "festival": FestivalSession}."""
     x, sr = synthesize(p, tools)
     if len(x) < sr // 10 or not np.any(x):
         raise ValueError("synthesizer returned no audio")
@@ -605,7 +636,7 @@ def _init(args_dict, pool):
     _G.update(args_dict)
     _G["pool"] = pool
     _G["tools"] = {"espeak": args_dict["espeak"], "accents": EspeakAccents(args_dict["espeak"], args_dict["scratch"]),
-                   "flite": args_dict["flite"],
+                   "flite": args_dict["flite"], "pico": args_dict["pico"],
                    "festival": FestivalSession(args_dict["festival"])}
 
 
@@ -644,14 +675,15 @@ def _work(index):
             os.replace(path + ".tmp", path)
     entry = {"audio_filepath": rel, "text": p["text"], "duration": round(dur, 3), "voice": p["label"],
              "source": p["source"]}
-    if p["synth"] == "espeak":
+    if p["synth"] in ESPEAK_DRIVEN:
         entry["synth"] = {"rate": p["rate"], "pitch": p["pitch"], "gap": p["gap"]}
         if "accent" in p:
             entry["synth"]["accent"] = p["accent"]
     else:
         entry["synth"] = {"duration_stretch": p["stretch"]}
-        if "f0" in p:
-            entry["synth"]["f0"] = p["f0"]
+        for key in ("f0", "pitch_level"):
+            if key in p:
+                entry["synth"][key] = p[key]
     if p["aug"]:
         entry["aug"] = {k: v for k, v in p["aug"].items() if k != "noise_seed"}
     return {"index": index, "entry": entry}
@@ -660,7 +692,7 @@ def _work(index):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", default="build-data/corpus.txt")
-    ap.add_argument("--split", required=True, choices=["train", "dev", "test", "flite-test", "festival-test"])
+    ap.add_argument("--split", required=True, choices=["train", "dev", "test"] + sorted(SYNTH_TEST_SPLITS))
     ap.add_argument("--count", type=int, required=True, help="utterances (train reuses sentences past the corpus)")
     ap.add_argument("--out", required=True, help="output folder of this split (audio/ and manifest.jsonl)")
     ap.add_argument("--seed", type=int, default=1)
@@ -678,6 +710,10 @@ def main():
     ap.add_argument("--espeak", default=os.environ.get("ESPEAK_NG", "espeak-ng"))
     ap.add_argument("--flite", default=os.environ.get("FLITE", "flite"))
     ap.add_argument("--festival", default=os.environ.get("FESTIVAL", "festival"))
+    ap.add_argument("--mbrola", default=os.environ.get("MBROLA", "mbrola"),
+                    help="the program espeak-ng runs for its mb-* voices (only checked here: espeak-ng finds it "
+                         "on PATH)")
+    ap.add_argument("--pico", default=os.environ.get("PICO2WAVE", "pico2wave"))
     ap.add_argument("--mix", default="espeak:1",
                     help="train/dev: synthesizers and their shares, e.g. espeak:0.6,flite:0.2,festival:0.2")
     ap.add_argument("--channel-aug", action="store_true",
@@ -702,12 +738,12 @@ def main():
         families = {SYNTH_TEST_SPLITS[args.split][0]}
     else:  # test is espeak-ng's; train and dev speak the mix
         families = {"espeak"} if args.split == "test" else {name for name, _ in mix}
-    needed = [getattr(args, f) for f in sorted(families)]
+    needed = [getattr(args, f) for f in sorted(families)] + ([args.espeak] if "mbrola" in families else [])
     if augment and args.channel_aug:
         needed += ["lame", "opusenc", "opusdec"]
     for prog in needed:
         if shutil.which(prog) is None:
-            sys.exit("%s not found (PATH, or --espeak/--flite/--festival; see tools/data/README.md)" % prog)
+            sys.exit("%s not found (PATH, or --espeak/--flite/--festival/--mbrola/--pico; see tools/data/README.md)" % prog)
     if args.format == "flac" and shutil.which("flac") is None:
         sys.exit("--format flac needs the flac program")
     os.makedirs(args.out, exist_ok=True)
@@ -728,7 +764,8 @@ def main():
           (args.split, len(pool), args.count, len(done), args.jobs, "on" if augment else "off"), file=sys.stderr)
 
     conf = {"split": args.split, "seed": args.seed, "augment": augment, "out": args.out, "format": args.format,
-            "espeak": args.espeak, "flite": args.flite, "festival": args.festival, "max_seconds": args.max_seconds,
+            "espeak": args.espeak, "flite": args.flite, "festival": args.festival, "pico": args.pico,
+            "max_seconds": args.max_seconds,
             "shard": shard, "mix": mix, "channel": augment and args.channel_aug,
             "voice_aug": augment and args.voice_aug}
     stopped = False

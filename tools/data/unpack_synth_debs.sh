@@ -1,7 +1,8 @@
 #!/bin/sh
 # Unpack the .deb files of fetch_synth_debs.sh into PREFIX with dpkg -x (no root, no apt), write wrappers
-# PREFIX/bin/{espeak-ng,flite,festival,lame,opusenc,opusdec} (those unpacked) that set the library and data paths
-# for themselves only, check that they run from PREFIX, and print the environment to use.
+# PREFIX/bin/{espeak-ng,flite,festival,mbrola,pico2wave,lame,opusenc,opusdec} (those unpacked) that set the library
+# and data paths for themselves only, check that they run from PREFIX, and print the environment to use. DEBDIR may
+# hold both of fetch_synth_debs.sh's sets (its SHA256SUMS and SHA256SUMS.voices are both checked).
 #
 #   tools/data/unpack_synth_debs.sh [DEBDIR] [PREFIX]      # defaults: .debs in the repo root, /tmp/synth
 #   export PATH=/tmp/synth/bin:$PATH                       # then espeak-ng and flite are the unpacked ones
@@ -12,9 +13,10 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DEBDIR=$(cd "${1:-$ROOT/.debs}" && pwd)
 PREFIX=${2:-/tmp/synth}
 command -v dpkg >/dev/null || { echo "dpkg not found" >&2; exit 1; }
-if [ -f "$DEBDIR/SHA256SUMS" ]; then
-  (cd "$DEBDIR" && sha256sum --quiet -c SHA256SUMS) || { echo "checksum mismatch in $DEBDIR" >&2; exit 1; }
-fi
+for sums in "$DEBDIR"/SHA256SUMS*; do
+  [ -f "$sums" ] || continue
+  (cd "$DEBDIR" && sha256sum --quiet -c "$(basename "$sums")") || { echo "checksum mismatch in $sums" >&2; exit 1; }
+done
 mkdir -p "$PREFIX"
 PREFIX=$(cd "$PREFIX" && pwd)
 n=0
@@ -34,10 +36,28 @@ done
 LIBS="$PREFIX/usr/lib/x86_64-linux-gnu:$PREFIX/lib/x86_64-linux-gnu:$PREFIX/usr/lib/x86_64-linux-gnu/pulseaudio"
 DATA="$PREFIX/usr/lib/x86_64-linux-gnu"   # espeak-ng reads $ESPEAK_DATA_PATH/espeak-ng-data
 mkdir -p "$PREFIX/bin"
+
+# MBROLA's voices: espeak-ng looks for a voice file first in its own data folder (espeak-ng-data/mbrola/NAME), then
+# under /usr/share/mbrola, and runs the `mbrola` program it finds on PATH (our wrapper, when PREFIX/bin is first).
+if [ -x "$PREFIX/usr/bin/mbrola" ]; then
+  mkdir -p "$DATA/espeak-ng-data/mbrola"
+  for voice in "$PREFIX"/usr/share/mbrola/*/; do
+    voice=${voice%/}
+    name=$(basename "$voice")
+    [ -f "$voice/$name" ] && ln -sfn "$voice/$name" "$DATA/espeak-ng-data/mbrola/$name"
+  done
+fi
+# pico2wave reads its voices from /usr/share/pico/lang/ and nowhere else (compiled in, no option): where that
+# folder is missing, point it at PREFIX's (the GPU machine runs as root); where it is there, it is the system's own.
+if [ -x "$PREFIX/usr/bin/pico2wave" ] && [ ! -f /usr/share/pico/lang/en-US_ta.bin ]; then
+  { [ ! -e /usr/share/pico ] && ln -s "$PREFIX/usr/share/pico" /usr/share/pico 2>/dev/null; } || {
+    echo "pico2wave reads its voices from /usr/share/pico/lang only, which is missing and cannot be linked to" \
+         "$PREFIX/usr/share/pico here (not root?)" >&2; exit 1; }
+fi
 # Everything but espeak-ng is optional: a first-edition training run needs only espeak-ng, and leaving libflite1
 # (13 MB) or festival's voices out keeps a GPU call's carry small.
 progs=espeak-ng
-for prog in flite festival lame opusenc opusdec; do
+for prog in flite festival mbrola pico2wave lame opusenc opusdec; do
   [ -x "$PREFIX/usr/bin/$prog" ] && progs="$progs $prog"
 done
 for prog in $progs; do
@@ -78,6 +98,21 @@ case " $progs " in *" festival "*)
     grep -q "calling init: $PREFIX/.*/libestools.so" "$PREFIX/.ld_debug" || fail "libestools was not loaded from $PREFIX"
   done ;;
 esac
+case " $progs " in *" mbrola "*)
+  # through espeak-ng, which runs the first mbrola on PATH: the wrapper
+  for voice in "$DATA"/espeak-ng-data/mbrola/*; do
+    out=$(env -i PATH="$PREFIX/bin:/usr/bin:/bin" "$PREFIX/bin/espeak-ng" -v "mb-$(basename "$voice")" --stdout \
+            "unpacked voice test" | head -c 4)
+    [ "$out" = "RIFF" ] || fail "espeak-ng with mbrola's $(basename "$voice") did not write a WAV"
+  done ;;
+esac
+case " $progs " in *" pico2wave "*)
+  for lang in en-US en-GB; do
+    env -i PATH=/usr/bin:/bin "$PREFIX/bin/pico2wave" -l $lang -w "$PREFIX/.pico_test.wav" "unpacked voice test" \
+      || fail "pico2wave $lang did not run"
+    [ "$(head -c 4 "$PREFIX/.pico_test.wav")" = "RIFF" ] || fail "pico2wave $lang wrote no WAV"
+  done ;;
+esac
 case " $progs " in *" lame "*)
   env -i PATH=/usr/bin:/bin "$PREFIX/bin/espeak-ng" -v en-us --stdout "codec test" > "$PREFIX/.codec_test.wav"
   env -i PATH=/usr/bin:/bin "$PREFIX/bin/lame" --quiet -b 32 "$PREFIX/.codec_test.wav" "$PREFIX/.codec_test.mp3" \
@@ -89,7 +124,8 @@ case " $progs " in *" lame "*)
   env -i PATH=/usr/bin:/bin "$PREFIX/bin/opusdec" --quiet --rate 16000 "$PREFIX/.codec_test.opus" \
     "$PREFIX/.codec_back.wav" || fail "opusdec did not decode" ;;
 esac
-rm -f "$PREFIX/.ld_debug" "$PREFIX/.flite_test.wav" "$PREFIX/.festival_test.wav" "$PREFIX"/.codec_*
+rm -f "$PREFIX/.ld_debug" "$PREFIX/.flite_test.wav" "$PREFIX/.festival_test.wav" "$PREFIX/.pico_test.wav" \
+  "$PREFIX"/.codec_*
 
 echo "unpacked $n packages into $PREFIX; $progs run from there (data: $DATA/espeak-ng-data)."
 echo "Use the wrappers (they set the paths for the unpacked programs only, not for python or torch):"
