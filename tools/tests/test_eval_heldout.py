@@ -56,6 +56,17 @@ class ScoringTest(unittest.TestCase):
             self.assertEqual(len(sets["flite"]), 1)  # no test manifest for flite: nothing to leave out
             self.assertEqual(len(eval_heldout.load_sets(val, "")["espeak"]), 3)
 
+    def test_held_out_voices_are_the_whole_espeak_set_and_each_synthesizers_kept_voice(self):
+        self.assertEqual(eval_heldout.HELD_OUT, {"espeak": [""], "flite": ["flite:awb"],
+                                                 "festival": ["festival:ked_diphone"], "mbrola": ["mbrola:mb-us3"],
+                                                 "pico": ["pico:en-GB"]})
+        tally = {}
+        for name, ref, hyp, voice in (("espeak", "a b", "a c", "espeak:en+m3"), ("flite", "a b c", "a", "flite:awb"),
+                                      ("flite", "a b", "x y", "flite:kal"), ("pico", "a", "a", "pico:en-US")):
+            eval_heldout.add_clip(tally.setdefault(name, {"": [0, 0]}), ref, hyp, voice)
+        self.assertEqual(eval_heldout.held_out_errors(tally), [3, 5])  # espeak 1 of 2, awb 2 of 3; kal, en-US not
+        self.assertEqual(eval_heldout.report_lines("m", tally)[-1], "    held-out voices: 3 errors of 5 words")
+
 
 if __name__ == "__main__":
     unittest.main()
