@@ -713,7 +713,7 @@ def main():
     ap.add_argument("--mbrola", default=os.environ.get("MBROLA", "mbrola"),
                     help="the program espeak-ng runs for its mb-* voices (only checked here: espeak-ng finds it "
                          "on PATH)")
-    ap.add_argument("--pico", default=os.environ.get("PICO2WAVE", "pico2wave"))
+    ap.add_argument("--pico", default=os.environ.get("PICO2WAVE", "pico2wave"), help="SVOX Pico's pico2wave")
     ap.add_argument("--mix", default="espeak:1",
                     help="train/dev: synthesizers and their shares, e.g. espeak:0.6,flite:0.2,festival:0.2")
     ap.add_argument("--channel-aug", action="store_true",
@@ -743,7 +743,8 @@ def main():
         needed += ["lame", "opusenc", "opusdec"]
     for prog in needed:
         if shutil.which(prog) is None:
-            sys.exit("%s not found (PATH, or --espeak/--flite/--festival/--mbrola/--pico; see tools/data/README.md)" % prog)
+            sys.exit("%s not found (PATH, or --espeak/--flite/--festival/--mbrola/--pico; see tools/data/README.md)"
+                     % prog)
     if args.format == "flac" and shutil.which("flac") is None:
         sys.exit("--format flac needs the flac program")
     os.makedirs(args.out, exist_ok=True)

@@ -31,8 +31,8 @@ $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split pico-test --count "$COUNT
 for set in $SETS; do du -sb "$DEST/$set/audio"; done
 [ -z "${TESTSET_DEST:-}" ] || exit 0
 # The PyTorch reference's transcripts with the bundled model, which tests/engine/bundled_model_test.cc holds the
-# C++ engine's to (python3-torch, numpy, sentencepiece).
-# With beam search and the bundled token LM at its chosen weights (the C++ test's second bar).
+# C++ engine's to (python3-torch, numpy, sentencepiece): greedy, and beam search with the bundled token LM at its
+# chosen weights.
 for set in $SETS; do
   $PY "$ROOT/tools/transcribe_ref.py" "$ROOT/models/steno-tdt-small-en" "$DEST/$set/manifest.jsonl" \
     "$DEST/$set/reference_transcripts.tsv"
