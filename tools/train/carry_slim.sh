@@ -2,7 +2,9 @@
 # Make the working tree small enough for a training call on the GPU machine, and whole again afterwards. A `run`
 # call carries the tree plus the ignored paths it names in at most 64 MiB; the synthesizers' .debs (40 MB), the
 # corpus (1.5 MB xz) and the bundled model (15 MB) leave ~8 MB for the rest, so the test data, fuzz corpora, bench
-# results and the other models (none of which a training call reads) go out of the tree for the call.
+# results and the other models (none of which a training call reads) go out of the tree for the call. MBROLA's and
+# Pico's .debs-voices (21 MB) do not fit beside .debs: a call that needs both stages .debs on the machine first
+# (tools/train/README.md, stage 6), so `out` prints each carried piece's size.
 #
 #   tools/train/carry_slim.sh out [PLACE]     # moves them to PLACE (default ../steno-carry-aside), prints the size
 #   tools/train/carry_slim.sh out-gpu [PLACE] # for a call with the GPU package (scripts/package-gpu.sh, ~31 MB):
@@ -41,11 +43,12 @@ case ${1:-} in
       mkdir -p "$place/$(dirname "$p")"
       mv -T "$p" "$place/$p"
     done
-    tree_kb=$(du -sk --exclude=.git --exclude='build*' --exclude=.debs --exclude=gpu-pkg . | cut -f1)
-    carried=(.debs build-data) note="build-data should hold only corpus.txt.xz"
-    [ "$1" != out ] && carried=(gpu-pkg) note="carry [\"gpu-pkg\"]"
-    carry_kb=$(du -skc "${carried[@]}" 2>/dev/null | tail -1 | cut -f1)
-    echo "carry_slim: tree $((tree_kb / 1024)) MB + ${carried[*]} $((carry_kb / 1024)) MB (limit 64 MiB; $note)"
+    tree_kb=$(du -sk --exclude=.git --exclude='build*' --exclude='.debs*' --exclude=gpu-pkg . | cut -f1)
+    carried=(.debs .debs-voices build-data/corpus.txt.xz)
+    [ "$1" != out ] && carried=(gpu-pkg)
+    sizes=$(for c in "${carried[@]}"; do [ -e "$c" ] && echo "$c $(( $(du -sk "$c" | cut -f1) / 1024 )) MB"; done |
+            paste -sd, - | sed 's/,/, /g')
+    echo "carry_slim: tree $((tree_kb / 1024)) MB; to carry: $sizes (the tree and the carry within 64 MiB a call)"
     ;;
   back)
     paths+=("${gpu_paths[@]}")
