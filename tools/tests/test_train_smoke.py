@@ -144,6 +144,49 @@ class TrainSmokeTest(unittest.TestCase):
         out16, _ = run_batch(model16, clips)
         self.assertLess(float(abs(out16["encoded"] - out_ref["encoded"]).max()), 0.05)
 
+    def test_training_starts_from_a_deepened_model(self):
+        """--init-model takes the directory's shapes: a model deepened by deepen_model.py trains with its extra
+        layer although the training config (tiny.yaml) says 2 layers."""
+        import ckpt
+        import deepen_model
+        import export
+        import train
+        from steno_ref import safetensors_io
+        start = os.path.join(self.tmp, "D0")
+        self.train(start, "--max-steps", "4", "--no-final-eval")
+        mdir = os.path.join(self.tmp, "D0-f32")
+        rc, log = run_quiet(export.main, [start, os.path.join(self.tmp, "d0.nemo"), "--model-dir", mdir,
+                                          "--dtype", "f32"])
+        self.assertEqual(rc, 0, log)
+        deep = os.path.join(self.tmp, "D0-deep")
+        tensors, _, _ = safetensors_io.load(os.path.join(mdir, "model.safetensors"))
+        os.makedirs(deep)
+        safetensors_io.save(os.path.join(deep, "model.safetensors"), deepen_model.deepen(tensors, 2, [0]))
+        with open(os.path.join(mdir, "config.json"), encoding="utf-8") as f:
+            cfg = json.load(f)
+        cfg["encoder"]["n_layers"] = 3
+        with open(os.path.join(deep, "config.json"), "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        shutil.copy(os.path.join(mdir, "tokenizer.model"), deep)
+        out = os.path.join(self.tmp, "D1")
+        argv = ["--config", TINY, "--init-model", deep, "--train-manifest", self.train_m, "--out", out,
+                "--max-steps", "3", "--threads", "1", "--no-final-eval"]
+        rc, log = run_quiet(train.main, argv)
+        self.assertEqual(rc, 0, log)
+        self.assertIn("encoder.n_layers: 2 -> 3", log)
+        trained = ckpt.load_checkpoint(out)
+        self.assertEqual(trained["model_cfg"]["encoder"]["n_layers"], 3)
+        self.assertEqual(trained["model_cfg"]["encoder"]["dropout"], 0.1)  # the training config's dropouts stay
+        self.assertIn("encoder.layers.2.norm_out.weight", trained["model"])
+        # and it exports as the three-layer model it is (what gpu_snapshot.sh does after every call)
+        rc, log = run_quiet(export.main, [out, os.path.join(self.tmp, "d1.nemo"), "--model-dir",
+                                          os.path.join(self.tmp, "D1-f32"), "--dtype", "f32", "--check-manifest",
+                                          self.val_m])
+        self.assertEqual(rc, 0, log)
+        self.assertIn("transcripts identical", log)
+        with open(os.path.join(self.tmp, "D1-f32", "config.json"), encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["encoder"]["n_layers"], 3)
+
     def test_data_that_appears_while_training_joins_the_next_epoch(self):
         from data import read_manifest
         entries = read_manifest(self.train_m)  # absolute audio paths

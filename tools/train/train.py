@@ -92,6 +92,22 @@ def build_model_cfg(mcfg, sp, name):
     return cfg
 
 
+def with_init_model_shapes(mcfg, init_dir):
+    """The training config's `model` section with the shapes of the model directory training starts from: that
+    directory's config.json decides the architecture (a deepened model, tools/train/deepen_model.py, has more
+    layers than configs/small.yaml), the training config adds what config.json lacks (the dropouts)."""
+    with open(os.path.join(init_dir, "config.json"), encoding="utf-8") as f:
+        init = json.load(f)
+    merged = {}
+    for section, values in mcfg.items():
+        merged[section] = dict(values)
+        if isinstance(init.get(section), dict):
+            merged[section].update(init[section])  # vocabulary-sized fields come from the tokenizer after
+    changed = [f"{s}.{k}: {mcfg[s][k]} -> {merged[s][k]}" for s in mcfg for k in mcfg[s]
+               if k in merged[s] and merged[s][k] != mcfg[s][k]]
+    return merged, changed
+
+
 def init_model(cfg, seed):
     torch.manual_seed(seed)
     model = FastConformerTDT(cfg)
@@ -321,9 +337,9 @@ def parse_args(argv=None):
                          "value: from --out. Starts fresh when there is no checkpoint there yet.")
     ap.add_argument("--name", default="steno-tdt-small-en", help="model name stored in the config")
     ap.add_argument("--init-model", default=None, metavar="DIR",
-                    help="fresh start from a steno model directory's weights and tokenizer (e.g. the committed "
-                         "models/steno-tdt-small-en): continues training a released model without carrying a "
-                         "checkpoint; the config's shapes must match it")
+                    help="fresh start from a steno model directory's weights, tokenizer and shapes (e.g. the "
+                         "committed models/steno-tdt-small-en): continues training a released model without "
+                         "carrying a checkpoint; the config adds its dropouts and training settings")
     ap.add_argument("--time-budget-s", type=float, default=None,
                     help="stop (and save) before this many seconds since process start")
     ap.add_argument("--stop-step", type=int, default=None,
@@ -487,7 +503,12 @@ def main(argv=None):
         raise SystemExit("--vtlp must be in [0, 0.2] (warp factors below 0.8 would fold the band's top over)")
     sp = spm.SentencePieceProcessor(model_proto=tok_bytes)
     if cfg is None:
-        cfg = build_model_cfg(file_cfg["model"], sp, args.name)
+        mcfg = file_cfg["model"]
+        if args.init_model:
+            mcfg, changed = with_init_model_shapes(mcfg, args.init_model)
+            if changed:
+                log(f"shapes from {args.init_model}/config.json: " + ", ".join(changed), logf)
+        cfg = build_model_cfg(mcfg, sp, args.name)
     elif args.tokenizer:
         with open(args.tokenizer, "rb") as f:
             if f.read() != tok_bytes:
