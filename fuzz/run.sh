@@ -17,7 +17,7 @@ merge=1
 [ "${3:-}" = --no-merge ] && merge=0
 out=build-fuzz
 mkdir -p "$out"
-libs=()
+libs=() defines=()
 # What the KServe wires share: the tensors, and what each model accepts of a request (serve/frontend/kserve_model.h).
 kserve_frontend=(src/serve/frontend/infer_tensors.cc src/serve/frontend/kserve_model.cc
   src/serve/frontend/diarization_formats.cc src/serve/frontend/speaker_transcript.cc src/diar/diarization_text.cc
@@ -30,7 +30,19 @@ case $target in
   model_config_yaml) sources=(src/nemo/yaml_value.cc src/nemo/import_config.cc src/nemo/python_values.cc
     src/nemo/python_json.cc src/core/error.cc) seeds=fuzz/seeds/model_config_yaml libs=(-lyaml-cpp) ;;
   audio_decode) sources=(src/audio/*.cc src/core/error.cc src/core/logging.cc)
-    seeds=fuzz/seeds/audio_decode libs=(-lsndfile -lsoxr -lmpg123 -lvorbis -logg -lspdlog) ;;
+    seeds=fuzz/seeds/audio_decode libs=(-lsndfile -lsoxr -lmpg123 -lvorbis -logg -lspdlog)
+    # FFmpeg's MP4 and Matroska paths too where its libraries are installed, as CMake's STENO_WITH_FFMPEG=AUTO does.
+    ffmpeg=(libavformat libavcodec libswresample libavutil)
+    if pkg-config --exists "${ffmpeg[@]}"; then
+      defines=(-DSTENO_HAVE_FFMPEG=1)
+      read -ra more <<<"$(pkg-config --libs "${ffmpeg[@]}")"
+      libs+=("${more[@]}")
+    else
+      defines=(-DSTENO_HAVE_FFMPEG=0)
+      kept=()
+      for s in "${sources[@]}"; do [ "$s" = src/audio/ffmpeg_reader.cc ] || kept+=("$s"); done
+      sources=("${kept[@]}")
+    fi ;;
   multipart) sources=(src/serve/http/multipart.cc src/serve/http/header_value.cc src/core/error.cc)
     seeds=fuzz/seeds/multipart ;;
   kserve_request) sources=(src/serve/http/kserve_tensors.cc src/serve/http/message.cc "${kserve_frontend[@]}")
@@ -52,7 +64,7 @@ if [ "${proto:-0}" = 1 ]; then  # the KServe messages, generated as the build do
   protoc -Iproto --cpp_out="$out/proto" proto/grpc_service.proto
 fi
 clang++ -std=c++20 -O1 -gline-tables-only -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude -Isrc -I"$out/proto" \
-  "fuzz/${target}_fuzz.cc" "${sources[@]}" -lfmt -lz "${libs[@]}" -o "$out/${target}_fuzz"
+  "${defines[@]}" "fuzz/${target}_fuzz.cc" "${sources[@]}" -lfmt -lz "${libs[@]}" -o "$out/${target}_fuzz"
 corpus=fuzz/corpus/$target
 mkdir -p "$corpus" "$out/new-$target"
 "$out/${target}_fuzz" -max_total_time="$seconds" -max_len=65536 -rss_limit_mb=1024 -timeout=10 \

@@ -9,6 +9,7 @@ packages=(
   # C++ libraries
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libsndfile1-dev libsoxr-dev libdnnl-dev libopenblas-openmp-dev libhwy-dev
+  libavformat-dev libavcodec-dev libswresample-dev  # MP4/M4A and WebM uploads (optional: STENO_WITH_FFMPEG)
   libsentencepiece-dev sentencepiece
   libyaml-cpp-dev  # model_config.yaml of NeMo checkpoints (steno model import)
   libssl-dev  # SHA-256 of .nemo checkpoints (the model cache)
@@ -23,7 +24,7 @@ packages=(
   # offline Python tooling: reference model, converter, golden files
   python3 python3-torch python3-numpy python3-yaml python3-sentencepiece
   # audio fixtures for tests (every codec steno reads)
-  sox flac opus-tools vorbis-tools lame espeak-ng
+  sox flac opus-tools vorbis-tools lame espeak-ng ffmpeg
   # HTTP server tests drive the real server with curl
   curl
   # benchmark reports draw their plots with gnuplot (steno bench report)

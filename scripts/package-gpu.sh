@@ -23,8 +23,10 @@ root=$PWD
 out=${1:-gpu-pkg/steno-gpu.tar.xz}
 build=${STENO_GPU_BUILD:-build-gpu}
 
-# gRPC is off: the GPU machine has no gRPC libraries and carrying them is not worth it for engine work.
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTENO_WITH_CUDA=ON -DSTENO_WITH_GRPC=OFF >/dev/null
+# gRPC and FFmpeg are off: the GPU machine has neither, and carrying them (FFmpeg's codec libraries alone are tens
+# of MB) is not worth it for engine work.
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSTENO_WITH_CUDA=ON -DSTENO_WITH_GRPC=OFF \
+  -DSTENO_WITH_FFMPEG=OFF >/dev/null
 read -r -a targets <<< "${STENO_GPU_PROGRAMS:-steno ops_cuda_test asr_cuda_test engine_cuda_test engine_bench}"
 cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}"
 

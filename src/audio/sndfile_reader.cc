@@ -41,7 +41,8 @@ bool major_matches(int major, Container c) {
     case Container::kAiff: return major == SF_FORMAT_AIFF;
     case Container::kFlac: return major == SF_FORMAT_FLAC;
     case Container::kOggOpus: return major == SF_FORMAT_OGG;
-    case Container::kOggVorbis: case Container::kMp3: return false;  // decoded by their codec libraries
+    case Container::kOggVorbis: case Container::kMp3: case Container::kMp4: case Container::kMatroska:
+      return false;  // decoded by their codec libraries
   }
   return false;
 }

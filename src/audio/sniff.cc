@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "ogg_probe.h"
+#include "steno/audio/decode.h"
 #include "steno/core/error.h"
 
 namespace steno::audio {
@@ -46,7 +47,7 @@ std::string printable_prefix(std::span<const uint8_t> b) {
 }
 
 [[noreturn]] void unsupported(const char* what) {
-  fail(ErrorCode::kUnimplemented, "{} is not supported; send WAV, FLAC, OGG (Vorbis/Opus) or MP3 audio", what);
+  fail(ErrorCode::kUnimplemented, "{} is not supported; send {}", what, supported_formats());
 }
 
 // The first Ogg page holds the first packet of the first stream, which names its codec: 27-byte page header,
@@ -75,8 +76,20 @@ const char* container_name(Container c) {
     case Container::kOggVorbis: return "OGG/Vorbis";
     case Container::kOggOpus: return "OGG/Opus";
     case Container::kMp3: return "MP3";
+    case Container::kMp4: return "MP4/M4A";
+    case Container::kMatroska: return "WebM/Matroska";
   }
   return "?";
+}
+
+bool decodes_mp4_and_webm() { return STENO_HAVE_FFMPEG != 0; }
+
+const char* supported_formats() {
+#if STENO_HAVE_FFMPEG
+  return "WAV, FLAC, OGG (Vorbis/Opus), MP3, MP4/M4A or WebM audio";
+#else
+  return "WAV, FLAC, OGG (Vorbis/Opus) or MP3 audio";
+#endif
 }
 
 Sniffed sniff_container(std::span<const uint8_t> b) {
@@ -108,10 +121,10 @@ Sniffed sniff_container(std::span<const uint8_t> b) {
          "FLAC audio", id3);
   }
   if (is_mpeg_audio_frame(b, 0)) return {Container::kMp3, 0};
+  if (starts_with(b, 4, "ftyp")) return {Container::kMp4};  // MP4, M4A, MOV, 3GP: ISO base media files
+  if (starts_with(b, 0, "\x1A\x45\xDF\xA3")) return {Container::kMatroska};  // EBML: WebM, MKV, MKA
 
   // Recognised but unsupported, so the caller learns what to convert from.
-  if (starts_with(b, 4, "ftyp")) unsupported("MP4/M4A/MOV");
-  if (starts_with(b, 0, "\x1A\x45\xDF\xA3")) unsupported("WebM/Matroska");
   if (starts_with(b, 0, "caff")) unsupported("CAF");
   if (starts_with(b, 0, "riff") && b.size() >= 16 && b[4] == 0x2E && b[5] == 0x91) unsupported("Wave64 (W64)");
   if (starts_with(b, 0, ".snd")) unsupported("AU/SND");
@@ -123,8 +136,8 @@ Sniffed sniff_container(std::span<const uint8_t> b) {
     fail(ErrorCode::kInvalidArgument, "not an audio file: the {} bytes look like text (\"{}\")", b.size(),
          printable_prefix(b));
   fail(ErrorCode::kInvalidArgument,
-       "not a recognised audio file ({} bytes starting \"{}\"); supported: WAV, FLAC, OGG (Vorbis/Opus), MP3",
-       b.size(), printable_prefix(b.first(b.size() < 8 ? b.size() : 8)));
+       "not a recognised audio file ({} bytes starting \"{}\"); supported: {}", b.size(),
+       printable_prefix(b.first(b.size() < 8 ? b.size() : 8)), supported_formats());
 }
 
 }  // namespace steno::audio

@@ -8,10 +8,15 @@
 
 namespace steno::audio {
 
-// An Ogg container is told apart by the codec of its first logical stream.
-enum class Container { kWav, kAiff, kFlac, kOggVorbis, kOggOpus, kMp3 };
+// An Ogg container is told apart by the codec of its first logical stream. MP4 and Matroska are decoded only by a
+// build with FFmpeg (STENO_WITH_FFMPEG); without it open_decoder refuses them.
+enum class Container { kWav, kAiff, kFlac, kOggVorbis, kOggOpus, kMp3, kMp4, kMatroska };
 
-const char* container_name(Container c);  // "WAV", "AIFF", "FLAC", "OGG/Vorbis", "OGG/Opus", "MP3"
+// "WAV", "AIFF", "FLAC", "OGG/Vorbis", "OGG/Opus", "MP3", "MP4/M4A", "WebM/Matroska"
+const char* container_name(Container c);
+
+// What this build decodes, for messages: "WAV, FLAC, OGG (Vorbis/Opus), MP3" and, with FFmpeg, MP4/M4A and WebM.
+const char* supported_formats();
 
 struct Sniffed {
   Container container;
@@ -19,8 +24,8 @@ struct Sniffed {
 };
 
 // Throws kInvalidArgument for empty or unrecognised input (naming what it looks like, e.g. text), kUnimplemented
-// for a recognised container steno does not decode (MP4/M4A, WebM, AAC, Ogg Speex/FLAC, ...), kDataLoss for a
-// truncated ID3 tag or Ogg first page.
+// for a recognised container steno does not decode (raw AAC, CAF, Ogg Speex/FLAC, ...), kDataLoss for a truncated
+// ID3 tag or Ogg first page.
 Sniffed sniff_container(std::span<const uint8_t> bytes);
 
 }  // namespace steno::audio

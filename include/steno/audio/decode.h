@@ -1,19 +1,22 @@
 // Untrusted audio bytes (a file or an in-memory HTTP body) -> 16 kHz mono float PCM in [-1, 1].
 //
 // Supported containers: WAV (RIFF/RIFX/RF64), AIFF, FLAC, OGG (Vorbis, Opus) and MP3, decoded by libsndfile,
-// libvorbis (with libogg) and libmpg123; anything else is refused from its first bytes, before any decoder parses it.
+// libvorbis (with libogg) and libmpg123; in a build with FFmpeg also MP4/M4A/MOV and WebM/Matroska (AAC, Opus,
+// Vorbis, MP3, FLAC, ALAC or PCM audio), by libavformat and libavcodec held to those parsers. Anything else is
+// refused from its first bytes, before any decoder parses it.
 // Every malformed input is reported as a steno::Error that names the problem; nothing here aborts, hangs or sizes an
 // allocation from an unchecked header field:
 //   kInvalidArgument  empty input, bytes that are not audio (text, random data), a file with no samples
-//   kUnimplemented    a recognised but unsupported container (MP4/M4A, WebM, ...) or codec
+//   kUnimplemented    a recognised but unsupported container (raw AAC, CAF, ...; MP4 and WebM without FFmpeg) or
+//                     codec
 //   kDataLoss         corrupt or lying input: nothing decodable where the header promises audio ("no audio could be
 //                     decoded"), corruption before the end, absurd header fields, zero channels, NaN/inf samples
 //   kOutOfRange       well-formed input over a limit: bytes, duration, channel count, sample rate
 // An input that merely ends early -- what a crashed recorder or a cut-off upload leaves -- is not an error: every
 // complete frame present is decoded and DecodedAudio::warnings says what was missing (as sox, ffmpeg and
 // whisper.cpp do). That covers a WAV/AIFF data chunk or RIFF size longer than the file, a header frame count (WAV,
-// AIFF, FLAC STREAMINFO, MP3 Xing/Info/VBRI) over what decodes, a FLAC or MP3 frame cut by the end of the input,
-// and an Ogg stream without its end-of-stream page.
+// AIFF, FLAC STREAMINFO, MP3 Xing/Info/VBRI, an MP4's or WebM's duration) over what decodes, a FLAC, MP3 or MP4
+// frame cut by the end of the input, and an Ogg stream without its end-of-stream page.
 // Integer PCM is scaled by 1/2^(bits-1), so a 16 kHz mono int16 WAV yields exactly int16/32768 (as NeMo reads it).
 // Float input must be finite; finite values outside [-1, 1] are clamped, as is resampler overshoot.
 #pragma once
@@ -42,13 +45,16 @@ struct DecodedAudio {
   int sample_rate = kSampleRate;
   int channels_in = 0;     // channels of the source, averaged into one
   int sample_rate_in = 0;  // rate of the source
-  std::string format;      // container/encoding, e.g. "wav/pcm_16", "ogg/opus", "mpeg/layer3"
+  std::string format;      // container/encoding, e.g. "wav/pcm_16", "ogg/opus", "mpeg/layer3", "mp4/aac"
   // Problems that did not stop decoding, one sentence each; empty for a complete, well-formed input. Today the only
   // one is an input that ends early, e.g. "truncated: the WAV header says 16000 frames (1.00 s), the file holds 6000
   // (0.38 s); transcribed the 0.38 s present".
   std::vector<std::string> warnings;
   double duration_s() const { return sample_rate > 0 ? static_cast<double>(samples.size()) / sample_rate : 0.0; }
 };
+
+// Whether this build decodes MP4/M4A and WebM/Matroska (built with FFmpeg: CMake STENO_WITH_FFMPEG).
+bool decodes_mp4_and_webm();
 
 // Decodes a whole file held in memory. Thread-safe; the bytes are only read during the call.
 DecodedAudio decode_audio(std::span<const uint8_t> bytes, const AudioLimits& limits = {});

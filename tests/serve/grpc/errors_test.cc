@@ -74,7 +74,7 @@ TEST(GrpcBadInput, Matrix) {
   // as far as it goes: GrpcCutAudio below).
   EXPECT_STATUS(infer(*stub, bytes_request(flac.substr(0, 500))), StatusCode::INVALID_ARGUMENT,
                 "no audio could be decoded");
-  static const char ftyp[] = "\0\0\0\x1c" "ftypisom\0\0\x02\0isomiso2mp41";  // an MP4: recognised, not read
+  static const char ftyp[] = "\0\0\0\x1c" "ftypisom\0\0\x02\0isomiso2mp41";  // an MP4 head alone: no audio
   EXPECT_STATUS(infer(*stub, bytes_request(std::string(ftyp, sizeof ftyp - 1) + std::string(100, '\0'))),
                 StatusCode::INVALID_ARGUMENT, "");
 

@@ -9,6 +9,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "steno/audio/decode.h"
 #include "test_server.h"
 
 namespace steno::testing {
@@ -70,10 +71,15 @@ TEST(BadInput, OpenAIMultipartMatrix) {
   empty.file = "";
   EXPECT_ERROR(c.request("POST", kTranscribe, empty.body(), {{"Content-Type", empty.content_type()}}), 400, "empty");
 
-  Form mp4;  // a container steno recognises but does not read
-  static const char ftyp[] = "\0\0\0\x1c" "ftypisom\0\0\x02\0isomiso2mp41";  // an MP4 file's first box
+  Form caf;  // a container steno recognises but does not read
+  caf.file = std::string("caff\0\1\0\0", 8) + std::string(100, '\0');
+  EXPECT_ERROR(c.request("POST", kTranscribe, caf.body(), {{"Content-Type", caf.content_type()}}), 415,
+               "CAF is not supported");
+  Form mp4;  // an MP4 file's first box and nothing after it: read with FFmpeg (a 400), or refused without (415)
+  static const char ftyp[] = "\0\0\0\x1c" "ftypisom\0\0\x02\0isomiso2mp41";
   mp4.file = std::string(ftyp, sizeof ftyp - 1) + std::string(100, '\0');
-  EXPECT_EQ(c.request("POST", kTranscribe, mp4.body(), {{"Content-Type", mp4.content_type()}}).status, 415);
+  EXPECT_EQ(c.request("POST", kTranscribe, mp4.body(), {{"Content-Type", mp4.content_type()}}).status,
+            audio::decodes_mp4_and_webm() ? 400 : 415);
 
   EXPECT_TRUE(s.service.seen().empty());
   expect_serves_others(s.port());

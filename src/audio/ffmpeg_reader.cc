@@ -1,0 +1,257 @@
+#include "ffmpeg_reader.h"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/channel_layout.h>
+#include <libavutil/error.h>
+#include <libavutil/log.h>
+#include <libavutil/mem.h>
+#include <libswresample/swresample.h>
+}
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <string_view>
+
+#include "steno/core/error.h"
+
+namespace steno::audio {
+
+// The request's bytes as FFmpeg's input: reads and seeks within them, nothing else. (Not in the anonymous
+// namespace: FfmpegReader::Codec holds one.)
+struct FfmpegInput {
+  std::span<const uint8_t> bytes;
+  size_t pos = 0;
+};
+
+namespace {
+
+// The only parsers FFmpeg may run on a request's bytes: the demuxer of the sniffed container, and the decoders of
+// the audio codecs these containers carry in practice (FFmpeg's names; both Opus decoders, the native one first).
+constexpr const char* kMp4Demuxers = "mov,mp4,m4a,3gp,3g2,mj2";
+constexpr const char* kMatroskaDemuxers = "matroska,webm";
+constexpr const char* kDecoders =
+    "aac,aac_fixed,opus,libopus,vorbis,libvorbis,mp3float,mp3,flac,alac,"
+    "pcm_s16le,pcm_s16be,pcm_s24le,pcm_s24be,pcm_s32le,pcm_s32be,pcm_f32le,pcm_f32be,pcm_f64le,pcm_f64be,pcm_u8";
+constexpr int kIoBufferBytes = 64 * 1024;
+
+std::string av_error(int code) {
+  char text[AV_ERROR_MAX_STRING_SIZE] = {};
+  av_strerror(code, text, sizeof text);
+  return text;
+}
+
+bool allowed_decoder(std::string_view name) {
+  const std::string_view list(kDecoders);
+  for (size_t at = 0; at <= list.size();) {
+    const size_t end = std::min(list.find(',', at), list.size());
+    if (list.substr(at, end - at) == name) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+int read_source(void* opaque, uint8_t* buffer, int size) {
+  auto& s = *static_cast<FfmpegInput*>(opaque);
+  const size_t n = std::min(s.bytes.size() - s.pos, static_cast<size_t>(std::max(size, 0)));
+  if (n == 0) return AVERROR_EOF;
+  std::memcpy(buffer, s.bytes.data() + s.pos, n);
+  s.pos += n;
+  return static_cast<int>(n);
+}
+
+int64_t seek_source(void* opaque, int64_t offset, int whence) {
+  auto& s = *static_cast<FfmpegInput*>(opaque);
+  const auto size = static_cast<int64_t>(s.bytes.size());
+  int64_t to = 0;
+  switch (whence & ~AVSEEK_FORCE) {
+    case AVSEEK_SIZE: return size;
+    case SEEK_SET: to = offset; break;
+    case SEEK_CUR: to = static_cast<int64_t>(s.pos) + offset; break;
+    case SEEK_END: to = size + offset; break;
+    default: return AVERROR(EINVAL);
+  }
+  if (to < 0 || to > size) return AVERROR(EINVAL);
+  s.pos = static_cast<size_t>(to);
+  return to;
+}
+
+}  // namespace
+
+// The demuxing and decoding state; the destructor frees whatever was allocated, on every path.
+struct FfmpegReader::Codec {
+  FfmpegInput source;
+  AVIOContext* io = nullptr;
+  AVFormatContext* format = nullptr;
+  AVCodecContext* decoder = nullptr;
+  SwrContext* swr = nullptr;
+  AVPacket* packet = nullptr;
+  AVFrame* frame = nullptr;
+  int stream = -1;
+  bool draining = false;  // the input is exhausted; the decoder gives out what it holds
+
+  ~Codec() {
+    av_frame_free(&frame);
+    av_packet_free(&packet);
+    swr_free(&swr);
+    avcodec_free_context(&decoder);
+    avformat_close_input(&format);  // custom I/O: the context below is ours to free
+    if (io != nullptr) {
+      av_freep(&io->buffer);
+      avio_context_free(&io);
+    }
+  }
+};
+
+FfmpegReader::FfmpegReader(std::span<const uint8_t> bytes, Container container) : codec_(std::make_unique<Codec>()) {
+  static std::once_flag quiet;
+  std::call_once(quiet, [] { av_log_set_level(AV_LOG_QUIET); });  // errors reach the caller as exceptions
+  const char* name = container_name(container);
+  const bool mp4 = container == Container::kMp4;
+  Codec& c = *codec_;
+  c.source.bytes = bytes;
+  c.packet = av_packet_alloc();
+  c.frame = av_frame_alloc();
+  c.format = avformat_alloc_context();
+  auto* buffer = static_cast<uint8_t*>(av_malloc(kIoBufferBytes));
+  if (buffer != nullptr) {
+    c.io = avio_alloc_context(buffer, kIoBufferBytes, 0, &c.source, read_source, nullptr, seek_source);
+    if (c.io == nullptr) av_free(buffer);
+  }
+  if (c.packet == nullptr || c.frame == nullptr || c.format == nullptr || c.io == nullptr)
+    fail(ErrorCode::kResourceExhausted, "{}: out of memory opening the demuxer", name);
+  c.format->pb = c.io;
+  c.format->flags |= AVFMT_FLAG_CUSTOM_IO;
+  c.format->format_whitelist = av_strdup(mp4 ? kMp4Demuxers : kMatroskaDemuxers);
+  c.format->codec_whitelist = av_strdup(kDecoders);
+  const AVInputFormat* demuxer = av_find_input_format(mp4 ? "mp4" : "matroska");
+  int r = avformat_open_input(&c.format, nullptr, demuxer, nullptr);  // frees and nulls the context on failure
+  if (r < 0) fail(ErrorCode::kDataLoss, "malformed or truncated {}: {}", name, av_error(r));
+  r = avformat_find_stream_info(c.format, nullptr);
+  if (r < 0) fail(ErrorCode::kDataLoss, "malformed {}: {}", name, av_error(r));
+
+  c.stream = av_find_best_stream(c.format, AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
+  if (c.stream < 0) fail(ErrorCode::kInvalidArgument, "the {} file holds no audio stream", name);
+  for (unsigned i = 0; i < c.format->nb_streams; ++i)
+    if (static_cast<int>(i) != c.stream) c.format->streams[i]->discard = AVDISCARD_ALL;
+  const AVStream* stream = c.format->streams[c.stream];
+  const AVCodec* codec = avcodec_find_decoder(stream->codecpar->codec_id);
+  if (codec == nullptr || !allowed_decoder(codec->name))
+    fail(ErrorCode::kUnimplemented, "{} audio in {} is not supported; steno decodes AAC, Opus, Vorbis, MP3, FLAC, "
+         "ALAC and PCM there", avcodec_get_name(stream->codecpar->codec_id), name);
+  c.decoder = avcodec_alloc_context3(codec);
+  if (c.decoder == nullptr) fail(ErrorCode::kResourceExhausted, "{}: out of memory opening the decoder", name);
+  r = avcodec_parameters_to_context(c.decoder, stream->codecpar);
+  if (r >= 0) {
+    c.decoder->thread_count = 1;  // a server decodes many requests side by side
+    c.decoder->codec_whitelist = av_strdup(kDecoders);
+    r = avcodec_open2(c.decoder, codec, nullptr);
+  }
+  if (r < 0) fail(ErrorCode::kDataLoss, "malformed {} audio in {}: {}", codec->name, name, av_error(r));
+  format_name_ = std::string(mp4 ? "mp4/" : "matroska/") + codec->name;
+
+  // The first frame decides the layout and rate (HE-AAC's stereo and doubled rate show only in decoded frames);
+  // what the codec parameters say stands only for a stream with no frame at all.
+  channels_ = c.decoder->ch_layout.nb_channels;
+  rate_ = c.decoder->sample_rate;
+  if (!decode_more()) ended_ = true;
+  if (rate_ > 0) {
+    if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0)
+      stated_ = av_rescale_q(stream->duration, stream->time_base, AVRational{1, rate_});
+    else if (c.format->duration != AV_NOPTS_VALUE && c.format->duration > 0)
+      stated_ = av_rescale(c.format->duration, rate_, AV_TIME_BASE);
+    if (stated_ <= 0) stated_ = -1;
+  }
+}
+
+FfmpegReader::~FfmpegReader() = default;
+
+int64_t FfmpegReader::stated_frames() const {
+  // Codec priming and padding (AAC's 1,024-frame delay, a last packet's fill) leave decoded lengths a little off a
+  // container's duration, so only a larger gap counts as audio missing.
+  if (!ended_ || stated_ < 0) return -1;
+  const int64_t slack = std::max<int64_t>(rate_ / 10, stated_ / 50);
+  return stated_ - frames_read_ > slack ? stated_ : -1;
+}
+
+bool FfmpegReader::decode_more() {
+  Codec& c = *codec_;
+  for (;;) {
+    int r = avcodec_receive_frame(c.decoder, c.frame);
+    if (r == AVERROR_EOF) return false;
+    if (r < 0 && r != AVERROR(EAGAIN)) fail(ErrorCode::kDataLoss, "corrupt {}: {}", format_name_, av_error(r));
+    if (r == 0) break;
+    r = av_read_frame(c.format, c.packet);
+    if (r < 0) {  // the end of the input, or the input cut off: what the decoder holds is the rest
+      if (c.draining) return false;
+      c.draining = true;
+      avcodec_send_packet(c.decoder, nullptr);
+      continue;
+    }
+    // A packet the input ends inside comes flagged corrupt (av_get_packet's short read): a cut-off upload, whose
+    // audio up to there is decoded and whose end is reported (last_frame_cut), as for the other containers.
+    const bool ours = c.packet->stream_index == c.stream;
+    if (ours && (c.packet->flags & AV_PKT_FLAG_CORRUPT) != 0 && c.source.pos == c.source.bytes.size()) {
+      last_cut_ = true;
+      r = 0;
+    } else if (ours) {
+      r = avcodec_send_packet(c.decoder, c.packet);
+    }
+    av_packet_unref(c.packet);
+    if (r < 0) fail(ErrorCode::kDataLoss, "corrupt {}: {}", format_name_, av_error(r));
+  }
+
+  AVFrame& f = *c.frame;
+  if (c.swr == nullptr) {
+    channels_ = f.ch_layout.nb_channels;
+    rate_ = f.sample_rate;
+    if (channels_ <= 0 || rate_ <= 0)
+      fail(ErrorCode::kDataLoss, "malformed {}: a frame of {} channels at {} Hz", format_name_, channels_, rate_);
+    AVChannelLayout layout{};
+    if (f.ch_layout.order == AV_CHANNEL_ORDER_UNSPEC) av_channel_layout_default(&layout, channels_);
+    else av_channel_layout_copy(&layout, &f.ch_layout);
+    const int r = swr_alloc_set_opts2(&c.swr, &layout, AV_SAMPLE_FMT_FLT, rate_, &layout,
+                                      static_cast<AVSampleFormat>(f.format), rate_, 0, nullptr);
+    av_channel_layout_uninit(&layout);
+    if (r < 0 || swr_init(c.swr) < 0)
+      fail(ErrorCode::kDataLoss, "{}: cannot convert {} samples", format_name_,
+           av_get_sample_fmt_name(static_cast<AVSampleFormat>(f.format)));
+  } else if (f.ch_layout.nb_channels != channels_ || f.sample_rate != rate_) {
+    fail(ErrorCode::kDataLoss, "{}: the audio changes from {} channels at {} Hz to {} at {} Hz mid-stream",
+         format_name_, channels_, rate_, f.ch_layout.nb_channels, f.sample_rate);
+  }
+  const size_t at = pending_.size();
+  pending_.resize(at + static_cast<size_t>(f.nb_samples) * static_cast<size_t>(channels_));
+  auto* out = reinterpret_cast<uint8_t*>(pending_.data() + at);
+  const int n = swr_convert(c.swr, &out, f.nb_samples, const_cast<const uint8_t**>(f.extended_data), f.nb_samples);
+  av_frame_unref(c.frame);
+  if (n < 0) fail(ErrorCode::kDataLoss, "{}: sample conversion failed: {}", format_name_, av_error(n));
+  pending_.resize(at + static_cast<size_t>(n) * static_cast<size_t>(channels_));
+  return true;
+}
+
+int64_t FfmpegReader::read(float* out, int64_t frames) {
+  int64_t done = 0;
+  while (done < frames) {
+    if (pending_at_ == pending_.size()) {
+      pending_.clear();
+      pending_at_ = 0;
+      if (ended_ || !decode_more()) {
+        ended_ = true;
+        break;
+      }
+      continue;
+    }
+    const auto ch = static_cast<size_t>(channels_);
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>((pending_.size() - pending_at_) / ch), frames - done);
+    std::memcpy(out + done * channels_, pending_.data() + pending_at_, static_cast<size_t>(n) * ch * sizeof(float));
+    pending_at_ += static_cast<size_t>(n) * ch;
+    done += n;
+  }
+  frames_read_ += done;
+  return done;
+}
+
+}  // namespace steno::audio

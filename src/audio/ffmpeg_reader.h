@@ -1,0 +1,55 @@
+// MP4/M4A/MOV and WebM/Matroska over bytes in memory, demuxed by libavformat and decoded by libavcodec (FFmpeg),
+// built only with STENO_WITH_FFMPEG. These are what browsers record (MediaRecorder: WebM with Opus) and phones save
+// (M4A with AAC), and what OpenAI's transcription API accepts besides the formats steno decodes itself.
+//
+// FFmpeg parses far more than steno needs, so it is held to the two demuxers and the audio decoders named in
+// ffmpeg_reader.cc (anything else is refused before a decoder opens), reads through a custom I/O context over the
+// request's bytes (no files, no protocols), decodes single-threaded, and logs nothing. The best audio stream is
+// decoded (a video's soundtrack too); every other stream is skipped unread.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "decoder.h"
+
+namespace steno::audio {
+
+class FfmpegReader final : public Decoder {
+ public:
+  FfmpegReader(std::span<const uint8_t> bytes, Container container);
+  ~FfmpegReader() override;
+  FfmpegReader(const FfmpegReader&) = delete;
+  FfmpegReader& operator=(const FfmpegReader&) = delete;
+
+  int channels() const override { return channels_; }
+  int sample_rate() const override { return rate_; }
+  // The container's duration in frames (mvhd/mdhd, the Segment's Duration): an unverified claim, -1 if none.
+  int64_t frames() const override { return stated_; }
+  // The claim again once decoding fell short of it by more than codec padding can explain (a cut-off upload).
+  int64_t stated_frames() const override;
+  bool last_frame_cut() const override { return last_cut_; }
+  std::string format_name() const override { return format_name_; }
+  int64_t read(float* out, int64_t frames) override;
+
+ private:
+  struct Codec;  // libavformat's, libavcodec's and libswresample's state (ffmpeg_reader.cc)
+
+  // Decodes the next frame of the stream into pending_; false at the end.
+  bool decode_more();
+
+  std::unique_ptr<Codec> codec_;
+  int channels_ = 0;
+  int rate_ = 0;
+  int64_t stated_ = -1;
+  int64_t frames_read_ = 0;
+  bool ended_ = false;
+  bool last_cut_ = false;  // the input ends inside a packet of the stream
+  std::string format_name_;
+  std::vector<float> pending_;  // decoded interleaved samples not yet read
+  size_t pending_at_ = 0;
+};
+
+}  // namespace steno::audio
