@@ -26,8 +26,8 @@ class DecodeFfmpeg : public ::testing::Test {
   static void SetUpTestSuite() {
     dir_ = std::make_unique<TempDir>();
     const std::string wav = dir_->file("tone.wav");
-    testing::write_bytes(wav, testing::make_wav_i16({.channels = 2, .sample_rate = 44100},
-                                                    testing::tone_i16(kToneFreq, kToneSeconds, 44100, 2, kToneAmplitude)));
+    const auto tone = testing::tone_i16(kToneFreq, kToneSeconds, 44100, 2, kToneAmplitude);
+    testing::write_bytes(wav, testing::make_wav_i16({.channels = 2, .sample_rate = 44100}, tone));
     const std::string ff = "ffmpeg -nostdin -v error -y ", in = "-i " + wav + " ";
     const std::string video = "-f lavfi -i testsrc=duration=2:size=64x48:rate=10 ";
     const std::map<std::string, std::string> commands = {
