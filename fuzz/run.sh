@@ -33,14 +33,19 @@ case $target in
     seeds=fuzz/seeds/audio_decode libs=(-lsndfile -lsoxr -lmpg123 -lvorbis -logg -lspdlog)
     # FFmpeg's MP4 and Matroska paths too where its libraries are installed, as CMake's STENO_WITH_FFMPEG=AUTO does.
     ffmpeg=(libavformat libavcodec libswresample libavutil)
-    if pkg-config --exists "${ffmpeg[@]}"; then
+    if pkg-config --exists "${ffmpeg[@]}"; then  # opened at run time (src/audio/ffmpeg_api.h), by soname
       defines=(-DSTENO_HAVE_FFMPEG=1)
-      read -ra more <<<"$(pkg-config --libs "${ffmpeg[@]}")"
-      libs+=("${more[@]}")
+      for l in "${ffmpeg[@]}"; do
+        so=$(objdump -p "$(pkg-config --variable=libdir "$l")/$l.so" | awk '/SONAME/ {print $2}')
+        name=${l#lib}
+        defines+=("-DSTENO_${name^^}_LIBRARY=\"$so\"")
+      done
+      sources+=(src/core/run_time_library.cc)
+      libs+=(-ldl)
     else
       defines=(-DSTENO_HAVE_FFMPEG=0)
       kept=()
-      for s in "${sources[@]}"; do [ "$s" = src/audio/ffmpeg_reader.cc ] || kept+=("$s"); done
+      for s in "${sources[@]}"; do [[ $s = src/audio/ffmpeg_* ]] || kept+=("$s"); done
       sources=("${kept[@]}")
     fi ;;
   multipart) sources=(src/serve/http/multipart.cc src/serve/http/header_value.cc src/core/error.cc)

@@ -1,20 +1,10 @@
 #include "ffmpeg_reader.h"
 
-extern "C" {
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-#include <libavutil/channel_layout.h>
-#include <libavutil/error.h>
-#include <libavutil/log.h>
-#include <libavutil/mem.h>
-#include <libswresample/swresample.h>
-}
-
 #include <algorithm>
 #include <cstring>
-#include <mutex>
 #include <string_view>
 
+#include "ffmpeg_api.h"
 #include "steno/core/error.h"
 
 namespace steno::audio {
@@ -38,8 +28,9 @@ constexpr const char* kDecoders =
 constexpr int kIoBufferBytes = 64 * 1024;
 
 std::string av_error(int code) {
+  const FfmpegApi& av = ffmpeg_api();
   char text[AV_ERROR_MAX_STRING_SIZE] = {};
-  av_strerror(code, text, sizeof text);
+  av.av_strerror(code, text, sizeof text);
   return text;
 }
 
@@ -82,6 +73,7 @@ int64_t seek_source(void* opaque, int64_t offset, int whence) {
 
 // The demuxing and decoding state; the destructor frees whatever was allocated, on every path.
 struct FfmpegReader::Codec {
+  const FfmpegApi& av = ffmpeg_api();  // loads the libraries on first use (throws kUnavailable without them)
   FfmpegInput source;
   AVIOContext* io = nullptr;
   AVFormatContext* format = nullptr;
@@ -93,61 +85,60 @@ struct FfmpegReader::Codec {
   bool draining = false;  // the input is exhausted; the decoder gives out what it holds
 
   ~Codec() {
-    av_frame_free(&frame);
-    av_packet_free(&packet);
-    swr_free(&swr);
-    avcodec_free_context(&decoder);
-    avformat_close_input(&format);  // custom I/O: the context below is ours to free
+    av.av_frame_free(&frame);
+    av.av_packet_free(&packet);
+    av.swr_free(&swr);
+    av.avcodec_free_context(&decoder);
+    av.avformat_close_input(&format);  // custom I/O: the context below is ours to free
     if (io != nullptr) {
-      av_freep(&io->buffer);
-      avio_context_free(&io);
+      av.av_freep(&io->buffer);
+      av.avio_context_free(&io);
     }
   }
 };
 
 FfmpegReader::FfmpegReader(std::span<const uint8_t> bytes, Container container) : codec_(std::make_unique<Codec>()) {
-  static std::once_flag quiet;
-  std::call_once(quiet, [] { av_log_set_level(AV_LOG_QUIET); });  // errors reach the caller as exceptions
   const char* name = container_name(container);
   const bool mp4 = container == Container::kMp4;
   Codec& c = *codec_;
+  const FfmpegApi& av = c.av;
   c.source.bytes = bytes;
-  c.packet = av_packet_alloc();
-  c.frame = av_frame_alloc();
-  c.format = avformat_alloc_context();
-  auto* buffer = static_cast<uint8_t*>(av_malloc(kIoBufferBytes));
+  c.packet = av.av_packet_alloc();
+  c.frame = av.av_frame_alloc();
+  c.format = av.avformat_alloc_context();
+  auto* buffer = static_cast<uint8_t*>(av.av_malloc(kIoBufferBytes));
   if (buffer != nullptr) {
-    c.io = avio_alloc_context(buffer, kIoBufferBytes, 0, &c.source, read_source, nullptr, seek_source);
-    if (c.io == nullptr) av_free(buffer);
+    c.io = av.avio_alloc_context(buffer, kIoBufferBytes, 0, &c.source, read_source, nullptr, seek_source);
+    if (c.io == nullptr) av.av_free(buffer);
   }
   if (c.packet == nullptr || c.frame == nullptr || c.format == nullptr || c.io == nullptr)
     fail(ErrorCode::kResourceExhausted, "{}: out of memory opening the demuxer", name);
   c.format->pb = c.io;
   c.format->flags |= AVFMT_FLAG_CUSTOM_IO;
-  c.format->format_whitelist = av_strdup(mp4 ? kMp4Demuxers : kMatroskaDemuxers);
-  c.format->codec_whitelist = av_strdup(kDecoders);
-  const AVInputFormat* demuxer = av_find_input_format(mp4 ? "mp4" : "matroska");
-  int r = avformat_open_input(&c.format, nullptr, demuxer, nullptr);  // frees and nulls the context on failure
+  c.format->format_whitelist = av.av_strdup(mp4 ? kMp4Demuxers : kMatroskaDemuxers);
+  c.format->codec_whitelist = av.av_strdup(kDecoders);
+  const AVInputFormat* demuxer = av.av_find_input_format(mp4 ? "mp4" : "matroska");
+  int r = av.avformat_open_input(&c.format, nullptr, demuxer, nullptr);  // frees and nulls the context on failure
   if (r < 0) fail(ErrorCode::kDataLoss, "malformed or truncated {}: {}", name, av_error(r));
-  r = avformat_find_stream_info(c.format, nullptr);
+  r = av.avformat_find_stream_info(c.format, nullptr);
   if (r < 0) fail(ErrorCode::kDataLoss, "malformed {}: {}", name, av_error(r));
 
-  c.stream = av_find_best_stream(c.format, AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
+  c.stream = av.av_find_best_stream(c.format, AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
   if (c.stream < 0) fail(ErrorCode::kInvalidArgument, "the {} file holds no audio stream", name);
   for (unsigned i = 0; i < c.format->nb_streams; ++i)
     if (static_cast<int>(i) != c.stream) c.format->streams[i]->discard = AVDISCARD_ALL;
   const AVStream* stream = c.format->streams[c.stream];
-  const AVCodec* codec = avcodec_find_decoder(stream->codecpar->codec_id);
+  const AVCodec* codec = av.avcodec_find_decoder(stream->codecpar->codec_id);
   if (codec == nullptr || !allowed_decoder(codec->name))
     fail(ErrorCode::kUnimplemented, "{} audio in {} is not supported; steno decodes AAC, Opus, Vorbis, MP3, FLAC, "
-         "ALAC and PCM there", avcodec_get_name(stream->codecpar->codec_id), name);
-  c.decoder = avcodec_alloc_context3(codec);
+         "ALAC and PCM there", av.avcodec_get_name(stream->codecpar->codec_id), name);
+  c.decoder = av.avcodec_alloc_context3(codec);
   if (c.decoder == nullptr) fail(ErrorCode::kResourceExhausted, "{}: out of memory opening the decoder", name);
-  r = avcodec_parameters_to_context(c.decoder, stream->codecpar);
+  r = av.avcodec_parameters_to_context(c.decoder, stream->codecpar);
   if (r >= 0) {
     c.decoder->thread_count = 1;  // a server decodes many requests side by side
-    c.decoder->codec_whitelist = av_strdup(kDecoders);
-    r = avcodec_open2(c.decoder, codec, nullptr);
+    c.decoder->codec_whitelist = av.av_strdup(kDecoders);
+    r = av.avcodec_open2(c.decoder, codec, nullptr);
   }
   if (r < 0) fail(ErrorCode::kDataLoss, "malformed {} audio in {}: {}", codec->name, name, av_error(r));
   format_name_ = std::string(mp4 ? "mp4/" : "matroska/") + codec->name;
@@ -159,9 +150,9 @@ FfmpegReader::FfmpegReader(std::span<const uint8_t> bytes, Container container) 
   if (!decode_more()) ended_ = true;
   if (rate_ > 0) {
     if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0)
-      stated_ = av_rescale_q(stream->duration, stream->time_base, AVRational{1, rate_});
+      stated_ = av.av_rescale_q(stream->duration, stream->time_base, AVRational{1, rate_});
     else if (c.format->duration != AV_NOPTS_VALUE && c.format->duration > 0)
-      stated_ = av_rescale(c.format->duration, rate_, AV_TIME_BASE);
+      stated_ = av.av_rescale(c.format->duration, rate_, AV_TIME_BASE);
     if (stated_ <= 0) stated_ = -1;
   }
 }
@@ -178,16 +169,17 @@ int64_t FfmpegReader::stated_frames() const {
 
 bool FfmpegReader::decode_more() {
   Codec& c = *codec_;
+  const FfmpegApi& av = c.av;
   for (;;) {
-    int r = avcodec_receive_frame(c.decoder, c.frame);
+    int r = av.avcodec_receive_frame(c.decoder, c.frame);
     if (r == AVERROR_EOF) return false;
     if (r < 0 && r != AVERROR(EAGAIN)) fail(ErrorCode::kDataLoss, "corrupt {}: {}", format_name_, av_error(r));
     if (r == 0) break;
-    r = av_read_frame(c.format, c.packet);
+    r = av.av_read_frame(c.format, c.packet);
     if (r < 0) {  // the end of the input, or the input cut off: what the decoder holds is the rest
       if (c.draining) return false;
       c.draining = true;
-      avcodec_send_packet(c.decoder, nullptr);
+      av.avcodec_send_packet(c.decoder, nullptr);
       continue;
     }
     // A packet the input ends inside comes flagged corrupt (av_get_packet's short read): a cut-off upload, whose
@@ -197,9 +189,9 @@ bool FfmpegReader::decode_more() {
       last_cut_ = true;
       r = 0;
     } else if (ours) {
-      r = avcodec_send_packet(c.decoder, c.packet);
+      r = av.avcodec_send_packet(c.decoder, c.packet);
     }
-    av_packet_unref(c.packet);
+    av.av_packet_unref(c.packet);
     if (r < 0) fail(ErrorCode::kDataLoss, "corrupt {}: {}", format_name_, av_error(r));
   }
 
@@ -210,14 +202,14 @@ bool FfmpegReader::decode_more() {
     if (channels_ <= 0 || rate_ <= 0)
       fail(ErrorCode::kDataLoss, "malformed {}: a frame of {} channels at {} Hz", format_name_, channels_, rate_);
     AVChannelLayout layout{};
-    if (f.ch_layout.order == AV_CHANNEL_ORDER_UNSPEC) av_channel_layout_default(&layout, channels_);
-    else av_channel_layout_copy(&layout, &f.ch_layout);
-    const int r = swr_alloc_set_opts2(&c.swr, &layout, AV_SAMPLE_FMT_FLT, rate_, &layout,
+    if (f.ch_layout.order == AV_CHANNEL_ORDER_UNSPEC) av.av_channel_layout_default(&layout, channels_);
+    else av.av_channel_layout_copy(&layout, &f.ch_layout);
+    const int r = av.swr_alloc_set_opts2(&c.swr, &layout, AV_SAMPLE_FMT_FLT, rate_, &layout,
                                       static_cast<AVSampleFormat>(f.format), rate_, 0, nullptr);
-    av_channel_layout_uninit(&layout);
-    if (r < 0 || swr_init(c.swr) < 0)
+    av.av_channel_layout_uninit(&layout);
+    if (r < 0 || av.swr_init(c.swr) < 0)
       fail(ErrorCode::kDataLoss, "{}: cannot convert {} samples", format_name_,
-           av_get_sample_fmt_name(static_cast<AVSampleFormat>(f.format)));
+           av.av_get_sample_fmt_name(static_cast<AVSampleFormat>(f.format)));
   } else if (f.ch_layout.nb_channels != channels_ || f.sample_rate != rate_) {
     fail(ErrorCode::kDataLoss, "{}: the audio changes from {} channels at {} Hz to {} at {} Hz mid-stream",
          format_name_, channels_, rate_, f.ch_layout.nb_channels, f.sample_rate);
@@ -225,8 +217,8 @@ bool FfmpegReader::decode_more() {
   const size_t at = pending_.size();
   pending_.resize(at + static_cast<size_t>(f.nb_samples) * static_cast<size_t>(channels_));
   auto* out = reinterpret_cast<uint8_t*>(pending_.data() + at);
-  const int n = swr_convert(c.swr, &out, f.nb_samples, const_cast<const uint8_t**>(f.extended_data), f.nb_samples);
-  av_frame_unref(c.frame);
+  const int n = av.swr_convert(c.swr, &out, f.nb_samples, const_cast<const uint8_t**>(f.extended_data), f.nb_samples);
+  av.av_frame_unref(c.frame);
   if (n < 0) fail(ErrorCode::kDataLoss, "{}: sample conversion failed: {}", format_name_, av_error(n));
   pending_.resize(at + static_cast<size_t>(n) * static_cast<size_t>(channels_));
   return true;

@@ -124,12 +124,13 @@ TEST_F(TranscribeCli, OpensOnlyTheLibrariesItsWorkUses) {
   };
   const std::string help = opened("--help");
   ASSERT_NE(help.find("libstdc++"), std::string::npos) << "LD_DEBUG=files wrote nothing: " << help;
-  for (const char* lib : {"libgrpc", "libdnnl", "libopenblas", "libcurl", "libcrypto", "libcublasLt"})
+  for (const char* lib : {"libgrpc", "libdnnl", "libopenblas", "libcurl", "libcrypto", "libcublasLt", "libavformat",
+                          "libavcodec"})
     EXPECT_EQ(help.find(lib), std::string::npos) << "`steno --help` opened " << lib;
   const std::string nine = data_ + "/clip2_9.0s.wav";
   const std::string blas = opened("transcribe --gemm openblas --model " + model_ + " " + nine);
   EXPECT_NE(blas.find("libopenblas"), std::string::npos);
-  for (const char* lib : {"libgrpc", "libdnnl", "libcurl", "libcrypto", "libcublasLt"})
+  for (const char* lib : {"libgrpc", "libdnnl", "libcurl", "libcrypto", "libcublasLt", "libavformat", "libavcodec"})
     EXPECT_EQ(blas.find(lib), std::string::npos) << "`steno transcribe --gemm openblas` opened " << lib;
   const std::string dnnl = opened("transcribe --gemm onednn --model " + model_ + " " + nine);
   EXPECT_NE(dnnl.find("libdnnl"), std::string::npos);
