@@ -1,6 +1,5 @@
 #include "ffmpeg_api.h"
 
-#include <filesystem>
 #include <string>
 
 #include "core/run_time_library.h"
@@ -9,13 +8,8 @@
 namespace steno::audio {
 namespace {
 
-// STENO_AV*_LIBRARY: the files CMake found, resolved to their sonames' links (e.g.
-// /usr/lib/x86_64-linux-gnu/libavformat.so.59; the top CMakeLists.txt); by soname alone where that file is absent.
-std::string library_file(const std::filesystem::path& configured) {
-  std::error_code ec;
-  return std::filesystem::exists(configured, ec) ? configured.string() : configured.filename().string();
-}
-
+// STENO_AV*_LIBRARY, STENO_SWRESAMPLE_LIBRARY: the files CMake found, by their sonames (e.g.
+// /usr/lib/x86_64-linux-gnu/libavformat.so.59; the top CMakeLists.txt).
 const char* const kPurpose = "MP4 and WebM audio need FFmpeg's libraries; Debian: libavformat59 libswresample4";
 
 // The library's own version, whose major must be the headers' (LIB*_VERSION_MAJOR).
@@ -31,7 +25,7 @@ void check_major(RunTimeLibrary& lib, const char* library, const char* version_s
 
 FfmpegApi load() {
   FfmpegApi t{};
-  RunTimeLibrary util(library_file(STENO_AVUTIL_LIBRARY), kPurpose);
+  RunTimeLibrary util(configured_library(STENO_AVUTIL_LIBRARY), kPurpose);
   check_major(util, "libavutil", "avutil_version", LIBAVUTIL_VERSION_MAJOR);
   util.bind(t.av_malloc, "av_malloc");
   util.bind(t.av_free, "av_free");
@@ -50,7 +44,7 @@ FfmpegApi load() {
   util.bind(t.av_get_sample_fmt_name, "av_get_sample_fmt_name");
   util.require_all();
 
-  RunTimeLibrary resample(library_file(STENO_SWRESAMPLE_LIBRARY), kPurpose);
+  RunTimeLibrary resample(configured_library(STENO_SWRESAMPLE_LIBRARY), kPurpose);
   check_major(resample, "libswresample", "swresample_version", LIBSWRESAMPLE_VERSION_MAJOR);
   resample.bind(t.swr_alloc_set_opts2, "swr_alloc_set_opts2");
   resample.bind(t.swr_init, "swr_init");
@@ -58,7 +52,7 @@ FfmpegApi load() {
   resample.bind(t.swr_free, "swr_free");
   resample.require_all();
 
-  RunTimeLibrary codec(library_file(STENO_AVCODEC_LIBRARY), kPurpose);
+  RunTimeLibrary codec(configured_library(STENO_AVCODEC_LIBRARY), kPurpose);
   check_major(codec, "libavcodec", "avcodec_version", LIBAVCODEC_VERSION_MAJOR);
   codec.bind(t.avcodec_find_decoder, "avcodec_find_decoder");
   codec.bind(t.avcodec_get_name, "avcodec_get_name");
@@ -73,7 +67,7 @@ FfmpegApi load() {
   codec.bind(t.av_packet_free, "av_packet_free");
   codec.require_all();
 
-  RunTimeLibrary format(library_file(STENO_AVFORMAT_LIBRARY), kPurpose);
+  RunTimeLibrary format(configured_library(STENO_AVFORMAT_LIBRARY), kPurpose);
   check_major(format, "libavformat", "avformat_version", LIBAVFORMAT_VERSION_MAJOR);
   format.bind(t.avformat_alloc_context, "avformat_alloc_context");
   format.bind(t.avio_alloc_context, "avio_alloc_context");

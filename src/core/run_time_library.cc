@@ -6,6 +6,11 @@
 
 namespace steno {
 
+std::string configured_library(const std::filesystem::path& configured) {
+  std::error_code ec;
+  return std::filesystem::exists(configured, ec) ? configured.string() : configured.filename().string();
+}
+
 RunTimeLibrary::RunTimeLibrary(std::string name, const std::string& purpose, Lookup lookup)
     : name_(std::move(name)) {
   handle_ = dlopen(name_.c_str(), RTLD_NOW | RTLD_LOCAL | (lookup == Lookup::kOwnFirst ? RTLD_DEEPBIND : 0));

@@ -3,10 +3,16 @@
 #pragma once
 
 #include <atomic>
+#include <filesystem>
 #include <mutex>
 #include <string>
 
 namespace steno {
+
+// What to open for a library CMake found at build time (steno_run_time_library(): the file named by its soname,
+// e.g. /usr/lib/x86_64-linux-gnu/libdnnl.so.2): that file where it exists, else the soname alone, for the loader's
+// search (a binary carried to a machine that keeps its libraries elsewhere, scripts/package-gpu.sh).
+std::string configured_library(const std::filesystem::path& configured);
 
 class RunTimeLibrary {
  public:

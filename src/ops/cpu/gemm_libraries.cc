@@ -1,6 +1,5 @@
 #include "cpu/gemm_libraries.h"
 
-#include <filesystem>
 #include <string>
 
 #include "core/run_time_library.h"
@@ -10,13 +9,8 @@ namespace {
 
 // STENO_ONEDNN_LIBRARY and STENO_OPENBLAS_LIBRARY: the files CMake found, resolved to their sonames' links (for
 // example /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0; src/ops/CMakeLists.txt).
-std::string library_file(const std::filesystem::path& configured) {
-  std::error_code ec;
-  return std::filesystem::exists(configured, ec) ? configured.string() : configured.filename().string();
-}
-
 OneDnnApi load_onednn() {
-  RunTimeLibrary lib(library_file(STENO_ONEDNN_LIBRARY), "oneDNN, the CPU GEMM library");
+  RunTimeLibrary lib(configured_library(STENO_ONEDNN_LIBRARY), "oneDNN, the CPU GEMM library");
   OneDnnApi t{};
   lib.bind(t.sgemm, "dnnl_sgemm");
   lib.require_all();
@@ -24,7 +18,7 @@ OneDnnApi load_onednn() {
 }
 
 OpenBlasApi load_openblas() {
-  RunTimeLibrary lib(library_file(STENO_OPENBLAS_LIBRARY), "OpenBLAS, the CPU GEMM library");
+  RunTimeLibrary lib(configured_library(STENO_OPENBLAS_LIBRARY), "OpenBLAS, the CPU GEMM library");
   OpenBlasApi t{};
   lib.bind(t.sgemm, "cblas_sgemm");
   lib.bind(t.sgemv, "cblas_sgemv");
