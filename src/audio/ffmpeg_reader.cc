@@ -19,7 +19,8 @@ struct FfmpegInput {
 namespace {
 
 // The only parsers FFmpeg may run on a request's bytes: the demuxer of the sniffed container, and the decoders of
-// the audio codecs these containers carry in practice (FFmpeg's names; both Opus decoders, the native one first).
+// the audio codecs these containers carry in practice (FFmpeg's names; Opus and Vorbis by FFmpeg's own decoder or
+// by the codec's library, whichever the build picks).
 constexpr const char* kMp4Demuxers = "mov,mp4,m4a,3gp,3g2,mj2";
 constexpr const char* kMatroskaDemuxers = "matroska,webm";
 constexpr const char* kDecoders =
