@@ -169,13 +169,19 @@ int64_t FfmpegReader::stated_frames() const {
 }
 
 bool FfmpegReader::decode_more() {
+  if (!receive_frame()) return false;
+  append_frame();
+  return true;
+}
+
+bool FfmpegReader::receive_frame() {
   Codec& c = *codec_;
   const FfmpegApi& av = c.av;
   for (;;) {
     int r = av.avcodec_receive_frame(c.decoder, c.frame);
     if (r == AVERROR_EOF) return false;
     if (r < 0 && r != AVERROR(EAGAIN)) fail(ErrorCode::kDataLoss, "corrupt {}: {}", format_name_, av_error(r));
-    if (r == 0) break;
+    if (r == 0) return true;
     r = av.av_read_frame(c.format, c.packet);
     if (r < 0) {  // the end of the input, or the input cut off: what the decoder holds is the rest
       if (c.draining) return false;
@@ -195,7 +201,11 @@ bool FfmpegReader::decode_more() {
     av.av_packet_unref(c.packet);
     if (r < 0) fail(ErrorCode::kDataLoss, "corrupt {}: {}", format_name_, av_error(r));
   }
+}
 
+void FfmpegReader::append_frame() {
+  Codec& c = *codec_;
+  const FfmpegApi& av = c.av;
   AVFrame& f = *c.frame;
   if (c.swr == nullptr) {
     channels_ = f.ch_layout.nb_channels;
@@ -222,7 +232,6 @@ bool FfmpegReader::decode_more() {
   av.av_frame_unref(c.frame);
   if (n < 0) fail(ErrorCode::kDataLoss, "{}: sample conversion failed: {}", format_name_, av_error(n));
   pending_.resize(at + static_cast<size_t>(n) * static_cast<size_t>(channels_));
-  return true;
 }
 
 int64_t FfmpegReader::read(float* out, int64_t frames) {

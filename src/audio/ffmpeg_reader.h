@@ -40,6 +40,10 @@ class FfmpegReader final : public Decoder {
 
   // Decodes the next frame of the stream into pending_; false at the end.
   bool decode_more();
+  // The decoder's next frame into codec_->frame, reading packets as it needs them; false at the end.
+  bool receive_frame();
+  // codec_->frame as interleaved floats at the end of pending_; the first frame sets the layout and rate.
+  void append_frame();
 
   std::unique_ptr<Codec> codec_;
   int channels_ = 0;

@@ -46,15 +46,6 @@ class BrowserUploads : public ::testing::Test {
     spdlog::set_level(spdlog::level::info);
   }
 
-  static ClientResponse post(uint16_t port, const std::string& filename, const std::string& bytes) {
-    Form form;
-    form.fields = {{"response_format", "json"}};
-    form.file = bytes;
-    form.filename = filename;
-    HttpClient client(port);
-    return client.request("POST", "/v1/audio/transcriptions", form.body(), {{"Content-Type", form.content_type()}});
-  }
-
   static fs::path dir_;
   static std::shared_ptr<const asr::AsrModel> model_;
 };
@@ -64,14 +55,14 @@ std::shared_ptr<const asr::AsrModel> BrowserUploads::model_;
 
 TEST_F(BrowserUploads, WebmAndM4aAreTranscribedAsTheirSource) {
   CoreServer s(serve::transcriber_runners(model_, 1));
-  const ClientResponse source = post(s.port(), "speech.flac", read_file(test_audio(kSource)));
+  const ClientResponse source = post_transcription(s.port(), "speech.flac", read_file(test_audio(kSource)), "json");
   ASSERT_EQ(source.status, 200) << source.body;
   const std::string text = json::parse(source.body)["text"];
   EXPECT_EQ(text, "twenty six plus twenty four equals fifty");
 
   for (const char* name : {"speech.webm", "speech.m4a", "faststart.mp4"}) {
     SCOPED_TRACE(name);
-    const ClientResponse r = post(s.port(), name, read_file((dir_ / name).string()));
+    const ClientResponse r = post_transcription(s.port(), name, read_file((dir_ / name).string()), "json");
     if (!audio::decodes_mp4_and_webm()) {
       EXPECT_EQ(r.status, 415) << r.body;
       EXPECT_NE(r.body.find("built without FFmpeg"), std::string::npos) << r.body;
@@ -87,7 +78,7 @@ TEST_F(BrowserUploads, ACutOffRecordingIsTranscribedAsFarAsItGoes) {
   if (!audio::decodes_mp4_and_webm()) GTEST_SKIP() << "built without FFmpeg (the refusal: the test above)";
   CoreServer s(serve::transcriber_runners(model_, 1));
   const std::string whole = read_file((dir_ / "faststart.mp4").string());
-  const ClientResponse r = post(s.port(), "cut.mp4", whole.substr(0, whole.size() * 6 / 10));
+  const ClientResponse r = post_transcription(s.port(), "cut.mp4", whole.substr(0, whole.size() * 6 / 10), "json");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.header("X-Steno-Warning").rfind("truncated: the MP4/M4A header says", 0), 0u)
       << r.header("X-Steno-Warning");
@@ -97,7 +88,7 @@ TEST_F(BrowserUploads, ACutOffRecordingIsTranscribedAsFarAsItGoes) {
 
   // Cut inside its index (moov last, as FFmpeg writes by default), nothing can be read: a 400 that says so.
   const std::string m4a = read_file((dir_ / "speech.m4a").string());
-  const ClientResponse bad = post(s.port(), "cut.m4a", m4a.substr(0, m4a.size() - 300));
+  const ClientResponse bad = post_transcription(s.port(), "cut.m4a", m4a.substr(0, m4a.size() - 300), "json");
   EXPECT_EQ(bad.status, 400) << bad.body;
   EXPECT_NE(bad.body.find("malformed or truncated MP4/M4A"), std::string::npos) << bad.body;
 }

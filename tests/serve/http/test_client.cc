@@ -152,6 +152,16 @@ std::string Form::body() const {
   return b;
 }
 
+ClientResponse post_transcription(uint16_t port, const std::string& filename, const std::string& bytes,
+                                  const std::string& response_format) {
+  Form form;
+  form.fields = {{"response_format", response_format}};
+  form.file = bytes;
+  form.filename = filename;
+  HttpClient client(port);
+  return client.request("POST", "/v1/audio/transcriptions", form.body(), {{"Content-Type", form.content_type()}});
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path);

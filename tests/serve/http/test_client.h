@@ -64,6 +64,11 @@ struct Form {
   std::string content_type() const { return "multipart/form-data; boundary=" + boundary; }
 };
 
+// POST /v1/audio/transcriptions as an OpenAI client sends it: `bytes` as the form's file part named `filename`,
+// with `response_format`.
+ClientResponse post_transcription(uint16_t port, const std::string& filename, const std::string& bytes,
+                                  const std::string& response_format);
+
 std::string read_file(const std::string& path);
 std::string base64_encode(std::string_view bytes);
 

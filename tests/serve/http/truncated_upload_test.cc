@@ -74,12 +74,7 @@ class TruncatedUploads : public ::testing::Test {
   }
 
   static ClientResponse post(uint16_t port, const std::string& file, const std::string& format) {
-    Form form;
-    form.fields = {{"response_format", format}};
-    form.file = read_file(file);
-    form.filename = fs::path(file).filename().string();
-    HttpClient client(port);
-    return client.request("POST", "/v1/audio/transcriptions", form.body(), {{"Content-Type", form.content_type()}});
+    return post_transcription(port, fs::path(file).filename().string(), read_file(file), format);
   }
 
   static fs::path dir_;
