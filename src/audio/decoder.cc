@@ -13,7 +13,7 @@ namespace steno::audio {
 std::unique_ptr<Decoder> open_decoder(std::span<const uint8_t> bytes, const Sniffed& sniffed) {
   if (sniffed.container == Container::kMp3) return std::make_unique<Mpg123Reader>(bytes, sniffed.audio_offset);
   if (sniffed.container == Container::kOggVorbis) return std::make_unique<VorbisReader>(bytes);
-  if (sniffed.container == Container::kMp4 || sniffed.container == Container::kMatroska) {
+  if (decoded_by_ffmpeg(sniffed.container)) {
 #if STENO_HAVE_FFMPEG
     return std::make_unique<FfmpegReader>(bytes, sniffed.container);
 #else

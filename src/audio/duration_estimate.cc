@@ -113,7 +113,9 @@ std::optional<DurationEstimate> estimate(std::span<const uint8_t> prefix, uint64
     case Container::kMp3: s = mp3_by_frames(prefix, sniffed.audio_offset, total); break;
     case Container::kOggVorbis: case Container::kOggOpus: s = ogg_by_granule(prefix, sniffed.container, total); break;
     case Container::kWav: case Container::kAiff: case Container::kFlac: case Container::kMp4:
-    case Container::kMatroska: s = by_decoding(prefix, sniffed, total); break;
+    case Container::kMatroska: case Container::kAdts: case Container::kAmr: case Container::kCaf:
+      s = by_decoding(prefix, sniffed, total);
+      break;
   }
   if (!s || !std::isfinite(*s) || *s < 0) return std::nullopt;
   return DurationEstimate{*s, false};
@@ -140,7 +142,8 @@ std::optional<double> stated_duration_s(std::span<const uint8_t> prefix, const S
       return static_cast<double>(stated->samples) / mp3_frame_header(prefix, sniffed.audio_offset)->sample_rate;
     }
     case Container::kOggVorbis: case Container::kOggOpus: return std::nullopt;  // Ogg states no length
-    case Container::kMp4: case Container::kMatroska: return std::nullopt;  // read by the decoder (frames())
+    case Container::kMp4: case Container::kMatroska: case Container::kAdts: case Container::kAmr:
+    case Container::kCaf: return std::nullopt;  // read by the decoder (frames())
   }
   return std::nullopt;
 }

@@ -20,12 +20,30 @@ namespace {
 
 // The only parsers FFmpeg may run on a request's bytes: the demuxer of the sniffed container, and the decoders of
 // the audio codecs these containers carry in practice (FFmpeg's names; Opus and Vorbis by FFmpeg's own decoder or
-// by the codec's library, whichever the build picks).
-constexpr const char* kMp4Demuxers = "mov,mp4,m4a,3gp,3g2,mj2";
-constexpr const char* kMatroskaDemuxers = "matroska,webm";
+// by the codec's library, whichever the build picks; AMR in 3GP and .amr files, G.711 in CAF and MOV).
+struct Demuxer {
+  const char* whitelist;  // the names FFmpeg may pick for the container (a demuxer registers several)
+  const char* open;       // the one steno opens the input with, without probing
+  const char* short_name; // for DecodedAudio::format: "mp4/aac"
+};
+
+Demuxer demuxer_for(Container c) {
+  switch (c) {
+    case Container::kMp4: return {"mov,mp4,m4a,3gp,3g2,mj2", "mp4", "mp4"};
+    case Container::kMatroska: return {"matroska,webm", "matroska", "matroska"};
+    case Container::kAdts: return {"aac", "aac", "adts"};
+    case Container::kAmr: return {"amr", "amr", "amr"};
+    case Container::kCaf: return {"caf", "caf", "caf"};
+    case Container::kWav: case Container::kAiff: case Container::kFlac: case Container::kOggVorbis:
+    case Container::kOggOpus: case Container::kMp3: break;
+  }
+  fail(ErrorCode::kInternal, "{} is not decoded by FFmpeg", container_name(c));
+}
+
 constexpr const char* kDecoders =
-    "aac,aac_fixed,opus,libopus,vorbis,libvorbis,mp3float,mp3,flac,alac,"
-    "pcm_s16le,pcm_s16be,pcm_s24le,pcm_s24be,pcm_s32le,pcm_s32be,pcm_f32le,pcm_f32be,pcm_f64le,pcm_f64be,pcm_u8";
+    "aac,aac_fixed,opus,libopus,vorbis,libvorbis,mp3float,mp3,flac,alac,amrnb,amrwb,pcm_alaw,pcm_mulaw,"
+    "pcm_s16le,pcm_s16be,pcm_s24le,pcm_s24be,pcm_s32le,pcm_s32be,pcm_f32le,pcm_f32be,pcm_f64le,pcm_f64be,pcm_u8,"
+    "pcm_s8";
 constexpr int kIoBufferBytes = 64 * 1024;
 
 std::string av_error(int code) {
@@ -100,7 +118,7 @@ struct FfmpegReader::Codec {
 
 FfmpegReader::FfmpegReader(std::span<const uint8_t> bytes, Container container) : codec_(std::make_unique<Codec>()) {
   const char* name = container_name(container);
-  const bool mp4 = container == Container::kMp4;
+  const Demuxer demuxer = demuxer_for(container);
   Codec& c = *codec_;
   const FfmpegApi& av = c.av;
   c.source.bytes = bytes;
@@ -116,10 +134,12 @@ FfmpegReader::FfmpegReader(std::span<const uint8_t> bytes, Container container) 
     fail(ErrorCode::kResourceExhausted, "{}: out of memory opening the demuxer", name);
   c.format->pb = c.io;
   c.format->flags |= AVFMT_FLAG_CUSTOM_IO;
-  c.format->format_whitelist = av.av_strdup(mp4 ? kMp4Demuxers : kMatroskaDemuxers);
+  c.format->format_whitelist = av.av_strdup(demuxer.whitelist);
   c.format->codec_whitelist = av.av_strdup(kDecoders);
-  const AVInputFormat* demuxer = av.av_find_input_format(mp4 ? "mp4" : "matroska");
-  int r = av.avformat_open_input(&c.format, nullptr, demuxer, nullptr);  // frees and nulls the context on failure
+  const AVInputFormat* input_format = av.av_find_input_format(demuxer.open);
+  if (input_format == nullptr)
+    fail(ErrorCode::kUnimplemented, "{} is not supported by this FFmpeg (it has no {} demuxer)", name, demuxer.open);
+  int r = av.avformat_open_input(&c.format, nullptr, input_format, nullptr);  // frees and nulls it on failure
   if (r < 0) fail(ErrorCode::kDataLoss, "malformed or truncated {}: {}", name, av_error(r));
   r = av.avformat_find_stream_info(c.format, nullptr);
   if (r < 0) fail(ErrorCode::kDataLoss, "malformed {}: {}", name, av_error(r));
@@ -132,7 +152,7 @@ FfmpegReader::FfmpegReader(std::span<const uint8_t> bytes, Container container) 
   const AVCodec* codec = av.avcodec_find_decoder(stream->codecpar->codec_id);
   if (codec == nullptr || !allowed_decoder(codec->name))
     fail(ErrorCode::kUnimplemented, "{} audio in {} is not supported; steno decodes AAC, Opus, Vorbis, MP3, FLAC, "
-         "ALAC and PCM there", av.avcodec_get_name(stream->codecpar->codec_id), name);
+         "ALAC, AMR and PCM there", av.avcodec_get_name(stream->codecpar->codec_id), name);
   c.decoder = av.avcodec_alloc_context3(codec);
   if (c.decoder == nullptr) fail(ErrorCode::kResourceExhausted, "{}: out of memory opening the decoder", name);
   r = av.avcodec_parameters_to_context(c.decoder, stream->codecpar);
@@ -142,14 +162,16 @@ FfmpegReader::FfmpegReader(std::span<const uint8_t> bytes, Container container) 
     r = av.avcodec_open2(c.decoder, codec, nullptr);
   }
   if (r < 0) fail(ErrorCode::kDataLoss, "malformed {} audio in {}: {}", codec->name, name, av_error(r));
-  format_name_ = std::string(mp4 ? "mp4/" : "matroska/") + codec->name;
+  format_name_ = std::string(demuxer.short_name) + "/" + codec->name;
+  conceals_lost_frames_ = std::strcmp(codec->name, "amrnb") == 0 || std::strcmp(codec->name, "amrwb") == 0;
 
   // The first frame decides the layout and rate (HE-AAC's stereo and doubled rate show only in decoded frames);
   // what the codec parameters say stands only for a stream with no frame at all.
   channels_ = c.decoder->ch_layout.nb_channels;
   rate_ = c.decoder->sample_rate;
   if (!decode_more()) ended_ = true;
-  if (rate_ > 0) {
+  // Raw streams (ADTS, AMR) state no length: FFmpeg guesses one from the bitrate, which is no evidence of a cut.
+  if (rate_ > 0 && c.format->duration_estimation_method != AVFMT_DURATION_FROM_BITRATE) {
     if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0)
       stated_ = av.av_rescale_q(stream->duration, stream->time_base, AVRational{1, rate_});
     else if (c.format->duration != AV_NOPTS_VALUE && c.format->duration > 0)
@@ -162,29 +184,36 @@ FfmpegReader::~FfmpegReader() = default;
 
 int64_t FfmpegReader::stated_frames() const {
   // Codec priming and padding (AAC's 1,024-frame delay, a last packet's fill) leave decoded lengths a little off a
-  // container's duration, so only a larger gap counts as audio missing.
+  // container's duration, and CAF's counts whole packets (FFmpeg reads no remainder from its packet table: up to
+  // one ALAC frame of 4,096 more than the audio holds), so only a larger gap counts as audio missing.
   if (!ended_ || stated_ < 0) return -1;
-  const int64_t slack = std::max<int64_t>(rate_ / 10, stated_ / 50);
+  const int64_t slack = std::max<int64_t>({rate_ / 10, stated_ / 50, largest_frame_});
   return stated_ - frames_read_ > slack ? stated_ : -1;
 }
 
 bool FfmpegReader::decode_more() {
-  if (!receive_frame()) return false;
-  append_frame();
-  return true;
+  switch (receive_frame()) {
+    case Received::kFrame: append_frame(); return true;
+    case Received::kConcealed: return true;
+    case Received::kEnd: return false;
+  }
+  return false;
 }
 
-bool FfmpegReader::receive_frame() {
+FfmpegReader::Received FfmpegReader::receive_frame() {
   Codec& c = *codec_;
   const FfmpegApi& av = c.av;
   for (;;) {
     int r = av.avcodec_receive_frame(c.decoder, c.frame);
-    if (r == AVERROR_EOF) return false;
-    if (r < 0 && r != AVERROR(EAGAIN)) fail(ErrorCode::kDataLoss, "corrupt {}: {}", format_name_, av_error(r));
-    if (r == 0) return true;
+    if (r == AVERROR_EOF) return Received::kEnd;
+    if (r < 0 && r != AVERROR(EAGAIN)) {
+      if (cut_at_the_end()) return Received::kEnd;
+      fail(ErrorCode::kDataLoss, "corrupt {}: {}", format_name_, av_error(r));
+    }
+    if (r == 0) return Received::kFrame;
     r = av.av_read_frame(c.format, c.packet);
     if (r < 0) {  // the end of the input, or the input cut off: what the decoder holds is the rest
-      if (c.draining) return false;
+      if (c.draining) return Received::kEnd;
       c.draining = true;
       av.avcodec_send_packet(c.decoder, nullptr);
       continue;
@@ -197,10 +226,35 @@ bool FfmpegReader::receive_frame() {
       r = 0;
     } else if (ours) {
       r = av.avcodec_send_packet(c.decoder, c.packet);
+      if (r < 0 && conceals_lost_frames_ && (r == AVERROR_PATCHWELCOME || r == AVERROR_INVALIDDATA)) {
+        conceal_packet();
+        av.av_packet_unref(c.packet);
+        return Received::kConcealed;
+      }
     }
     av.av_packet_unref(c.packet);
-    if (r < 0) fail(ErrorCode::kDataLoss, "corrupt {}: {}", format_name_, av_error(r));
+    if (r < 0 && !cut_at_the_end()) fail(ErrorCode::kDataLoss, "corrupt {}: {}", format_name_, av_error(r));
   }
+}
+
+void FfmpegReader::conceal_packet() {
+  // The packet's own duration (20 ms an AMR frame, a few frames a 3GP sample), held to 20 ms .. 1 s so that a
+  // container's claim cannot make it large.
+  const Codec& c = *codec_;
+  const AVStream& stream = *c.format->streams[c.stream];
+  int64_t frames = rate_ / 50;
+  if (c.packet->duration > 0)
+    frames = std::clamp<int64_t>(c.av.av_rescale_q(c.packet->duration, stream.time_base, AVRational{1, rate_}),
+                                 rate_ / 50, rate_);
+  pending_.resize(pending_.size() + static_cast<size_t>(frames) * static_cast<size_t>(channels_), 0.0f);
+}
+
+bool FfmpegReader::cut_at_the_end() {
+  // Raw streams (ADTS, AMR) hand a frame the input ends inside to the decoder as it is, unflagged, and the decoder
+  // rejects it: that is a cut-off upload too, once the demuxer has read past the end of the bytes.
+  if (codec_->io->eof_reached == 0) return false;
+  last_cut_ = true;
+  return true;
 }
 
 void FfmpegReader::append_frame() {
@@ -225,6 +279,7 @@ void FfmpegReader::append_frame() {
     fail(ErrorCode::kDataLoss, "{}: the audio changes from {} channels at {} Hz to {} at {} Hz mid-stream",
          format_name_, channels_, rate_, f.ch_layout.nb_channels, f.sample_rate);
   }
+  largest_frame_ = std::max<int64_t>(largest_frame_, std::min(f.nb_samples, rate_));
   const size_t at = pending_.size();
   pending_.resize(at + static_cast<size_t>(f.nb_samples) * static_cast<size_t>(channels_));
   auto* out = reinterpret_cast<uint8_t*>(pending_.data() + at);

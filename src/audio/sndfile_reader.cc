@@ -42,6 +42,7 @@ bool major_matches(int major, Container c) {
     case Container::kFlac: return major == SF_FORMAT_FLAC;
     case Container::kOggOpus: return major == SF_FORMAT_OGG;
     case Container::kOggVorbis: case Container::kMp3: case Container::kMp4: case Container::kMatroska:
+    case Container::kAdts: case Container::kAmr: case Container::kCaf:
       return false;  // decoded by their codec libraries
   }
   return false;

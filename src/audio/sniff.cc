@@ -26,6 +26,15 @@ bool is_mpeg_audio_frame(std::span<const uint8_t> b, size_t at) {
          (b2 >> 4) != 15 && ((b2 >> 2) & 3) != 3;
 }
 
+// An ADTS frame header (raw AAC): 12 sync bits, layer 00, a valid sample-rate index, a frame length that covers
+// the 7-byte header at least.
+bool is_adts_frame(std::span<const uint8_t> b, size_t at) {
+  if (b.size() < at + 7) return false;
+  const uint8_t b1 = b[at + 1], b2 = b[at + 2];
+  const size_t length = (size_t{b[at + 3] & 3u} << 11) | (size_t{b[at + 4]} << 3) | (size_t{b[at + 5]} >> 5);
+  return b[at] == 0xFF && (b1 & 0xF6) == 0xF0 && ((b2 >> 2) & 0xF) < 13 && length >= 7;
+}
+
 bool looks_like_text(std::span<const uint8_t> b) {
   const size_t n = b.size() < 256 ? b.size() : 256;
   for (size_t i = 0; i < n; ++i) {
@@ -78,15 +87,28 @@ const char* container_name(Container c) {
     case Container::kMp3: return "MP3";
     case Container::kMp4: return "MP4/M4A";
     case Container::kMatroska: return "WebM/Matroska";
+    case Container::kAdts: return "AAC (ADTS)";
+    case Container::kAmr: return "AMR";
+    case Container::kCaf: return "CAF";
   }
   return "?";
 }
 
-bool decodes_mp4_and_webm() { return STENO_HAVE_FFMPEG != 0; }
+bool decoded_by_ffmpeg(Container c) {
+  switch (c) {
+    case Container::kMp4: case Container::kMatroska: case Container::kAdts: case Container::kAmr:
+    case Container::kCaf: return true;
+    case Container::kWav: case Container::kAiff: case Container::kFlac: case Container::kOggVorbis:
+    case Container::kOggOpus: case Container::kMp3: return false;
+  }
+  return false;
+}
+
+bool decodes_ffmpeg_formats() { return STENO_HAVE_FFMPEG != 0; }
 
 const char* supported_formats() {
 #if STENO_HAVE_FFMPEG
-  return "WAV, FLAC, OGG (Vorbis/Opus), MP3, MP4/M4A or WebM audio";
+  return "WAV, FLAC, OGG (Vorbis/Opus), MP3, MP4/M4A, WebM, AAC, AMR or CAF audio";
 #else
   return "WAV, FLAC, OGG (Vorbis/Opus) or MP3 audio";
 #endif
@@ -123,14 +145,17 @@ Sniffed sniff_container(std::span<const uint8_t> b) {
   if (is_mpeg_audio_frame(b, 0)) return {Container::kMp3, 0};
   if (starts_with(b, 4, "ftyp")) return {Container::kMp4};  // MP4, M4A, MOV, 3GP: ISO base media files
   if (starts_with(b, 0, "\x1A\x45\xDF\xA3")) return {Container::kMatroska};  // EBML: WebM, MKV, MKA
+  if (is_adts_frame(b, 0)) return {Container::kAdts};  // raw AAC (.aac): recorders, streams
+  // AMR's storage format (RFC 4867): narrow- and wideband, what phones record calls and voice notes in.
+  if (starts_with(b, 0, "#!AMR\n") || starts_with(b, 0, "#!AMR-WB\n")) return {Container::kAmr};
+  if (starts_with(b, 0, "caff")) return {Container::kCaf};  // Apple's Core Audio Format
 
   // Recognised but unsupported, so the caller learns what to convert from.
-  if (starts_with(b, 0, "caff")) unsupported("CAF");
+  if (starts_with(b, 0, "#!AMR")) unsupported("Multichannel AMR");
   if (starts_with(b, 0, "riff") && b.size() >= 16 && b[4] == 0x2E && b[5] == 0x91) unsupported("Wave64 (W64)");
   if (starts_with(b, 0, ".snd")) unsupported("AU/SND");
-  if (starts_with(b, 0, "#!AMR")) unsupported("AMR");
   if (starts_with(b, 0, "RIFF") || starts_with(b, 0, "RIFX")) unsupported("Non-WAVE RIFF (e.g. AVI, WebP)");
-  if (b.size() >= 2 && b[0] == 0xFF && (b[1] & 0xF6) == 0xF0) unsupported("AAC (ADTS)");
+  if (b.size() >= 2 && b[0] == 0xFF && (b[1] & 0xF6) == 0xF0) unsupported("AAC (ADTS) with a malformed first header");
 
   if (looks_like_text(b))
     fail(ErrorCode::kInvalidArgument, "not an audio file: the {} bytes look like text (\"{}\")", b.size(),

@@ -65,7 +65,8 @@ EndEvidence header_evidence(std::span<const uint8_t> bytes, const Sniffed& sniff
       if (const auto stated = mp3_stated(bytes, sniffed.audio_offset)) e.stated_frames = stated->samples;
       break;
     }
-    case Container::kMp4: case Container::kMatroska: break;  // FfmpegReader::stated_frames, after decoding
+    case Container::kMp4: case Container::kMatroska: case Container::kAdts: case Container::kAmr:
+    case Container::kCaf: break;  // FfmpegReader::stated_frames and last_frame_cut, after decoding
     case Container::kFlac:
       if (const auto info = flac_stream_info(bytes, sniffed.audio_offset)) {
         e.rate = static_cast<int>(info->sample_rate);

@@ -3,7 +3,7 @@
 // steno::Errors (serve_error() maps them to every protocol's status):
 //   kInvalidArgument / kDataLoss  malformed, empty or corrupt audio, nothing decodable
 //   kOutOfRange                   over the model's limit of seconds (the message names the limit)
-//   kUnimplemented                a container or codec steno does not read (MP4/M4A, WebM)
+//   kUnimplemented                a container or codec steno does not read (Wave64, AU, ...)
 // Audio that ends before its header says is decoded as far as it goes, with a warning.
 #pragma once
 

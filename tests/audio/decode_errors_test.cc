@@ -71,23 +71,41 @@ TEST(DecodeErrors, GarbageAfterWaveMagic) {
 }
 
 TEST(DecodeErrors, UnsupportedContainersAreNamed) {
-  std::vector<uint8_t> aac = {0xFF, 0xF1, 0x50, 0x80, 0x02, 0x1F, 0xFC};
-  expect_decode_error(aac, ErrorCode::kUnimplemented, "AAC (ADTS) is not supported; send WAV, FLAC");
-  std::vector<uint8_t> caf = {'c', 'a', 'f', 'f', 0, 1, 0, 0};
-  expect_decode_error(caf, ErrorCode::kUnimplemented, "CAF is not supported");
+  std::vector<uint8_t> w64 = {'r', 'i', 'f', 'f', 0x2E, 0x91, 0xCF, 0x11, 0xA5, 0xD6, 0x28, 0xDB, 0x04, 0xC1, 0, 0};
+  expect_decode_error(w64, ErrorCode::kUnimplemented, "Wave64 (W64) is not supported; send WAV, FLAC");
+  std::vector<uint8_t> au = {'.', 's', 'n', 'd', 0, 0, 0, 24};
+  expect_decode_error(au, ErrorCode::kUnimplemented, "AU/SND is not supported");
+  const std::string amr_mc = "#!AMR_MC1.0\n";
+  expect_decode_error(std::vector<uint8_t>(amr_mc.begin(), amr_mc.end()), ErrorCode::kUnimplemented,
+                      "Multichannel AMR is not supported");
+  std::vector<uint8_t> adts_bad_rate = {0xFF, 0xF1, 0x3C, 0x80, 0x02, 0x1F, 0xFC};  // sample-rate index 15
+  expect_decode_error(adts_bad_rate, ErrorCode::kUnimplemented, "AAC (ADTS) with a malformed first header");
 }
 
-// MP4 and WebM heads with nothing after them: FFmpeg's demuxers find no stream there (a build without FFmpeg says
-// it cannot read them at all). Real files of both: decode_formats_test.cc.
-TEST(DecodeErrors, Mp4AndWebmWithoutAudio) {
-  std::vector<uint8_t> mp4 = {0, 0, 0, 0x20, 'f', 't', 'y', 'p', 'M', '4', 'A', ' ', 0, 0, 0, 0};
-  std::vector<uint8_t> webm = {0x1A, 0x45, 0xDF, 0xA3, 0x9F, 0x42, 0x86, 0x81, 0x01};
-  if (decodes_mp4_and_webm()) {
-    expect_decode_error(mp4, ErrorCode::kDataLoss, "malformed or truncated MP4/M4A");
-    expect_decode_error(webm, ErrorCode::kDataLoss, "malformed or truncated WebM/Matroska");
-  } else {
-    expect_decode_error(mp4, ErrorCode::kUnimplemented, "MP4/M4A is not supported by this build of steno");
-    expect_decode_error(webm, ErrorCode::kUnimplemented, "WebM/Matroska is not supported by this build of steno");
+// The heads of the FFmpeg formats with nothing after them: FFmpeg's demuxers find no audio there (a build without
+// FFmpeg says it cannot read them at all). Real files of each: decode_ffmpeg_test.cc.
+TEST(DecodeErrors, FfmpegFormatsWithoutAudio) {
+  const std::string amr = "#!AMR\n", caf = std::string("caff\0\1\0\0", 8);
+  const std::vector<std::pair<std::vector<uint8_t>, std::string>> heads = {
+      {{0, 0, 0, 0x20, 'f', 't', 'y', 'p', 'M', '4', 'A', ' ', 0, 0, 0, 0}, "MP4/M4A"},
+      {{0x1A, 0x45, 0xDF, 0xA3, 0x9F, 0x42, 0x86, 0x81, 0x01}, "WebM/Matroska"},
+      {{0xFF, 0xF1, 0x50, 0x80, 0x02, 0x1F, 0xFC}, "AAC (ADTS)"},  // a frame header that promises 16 bytes
+      {{amr.begin(), amr.end()}, "AMR"},
+      {{caf.begin(), caf.end()}, "CAF"},
+  };
+  for (const auto& [bytes, name] : heads) {
+    SCOPED_TRACE(name);
+    if (decodes_ffmpeg_formats()) {
+      try {
+        decode_audio(bytes);
+        ADD_FAILURE() << "decoded";
+      } catch (const Error& e) {  // no stream (MP4, WebM, CAF) or no frame (the raw streams)
+        EXPECT_TRUE(e.code() == ErrorCode::kDataLoss || e.code() == ErrorCode::kInvalidArgument) << e.what();
+        EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+      }
+    } else {
+      expect_decode_error(bytes, ErrorCode::kUnimplemented, name + " is not supported by this build of steno");
+    }
   }
 }
 

@@ -1,6 +1,7 @@
-// MP4/M4A and WebM/Matroska through FFmpeg (src/audio/ffmpeg_reader.h): the formats browsers and phones record,
-// made here by the ffmpeg command-line tool from the same 2 s, 440 Hz, 44.1 kHz stereo tone as the other formats'
-// tests. In a build without FFmpeg these are skipped; decode_errors_test.cc checks that build's refusal.
+// MP4/M4A, WebM/Matroska, raw AAC, AMR and CAF through FFmpeg (src/audio/ffmpeg_reader.h): the formats browsers,
+// phones and Apple's tools record, made here by the ffmpeg command-line tool (AMR by sox, since Debian's FFmpeg has
+// no AMR encoder) from the same 2 s, 440 Hz, 44.1 kHz stereo tone as the other formats' tests. In a build without
+// FFmpeg these are skipped; decode_errors_test.cc checks that build's refusal.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,13 +39,25 @@ class DecodeFfmpeg : public ::testing::Test {
         {"mp2.mkv", ff + in + "-c:a mp2 " + dir_->file("mp2.mkv")},
         {"video.mp4", ff + video + in + "-c:v mpeg4 -c:a aac -shortest " + dir_->file("video.mp4")},
         {"silent-video.mp4", ff + video + "-c:v mpeg4 " + dir_->file("silent-video.mp4")},
+        {"tone.aac", ff + in + "-c:a aac -b:a 128k -f adts " + dir_->file("tone.aac")},
+        {"alac.caf", ff + in + "-c:a alac " + dir_->file("alac.caf")},
+        {"ulaw.caf", ff + in + "-ar 8000 -ac 1 -c:a pcm_mulaw " + dir_->file("ulaw.caf")},
+        {"short-alac.caf", ff + in + "-t 0.15 -ar 16000 -c:a alac " + dir_->file("short-alac.caf")},
     };
     for (const auto& [file, command] : commands) errors_[file] = testing::run_tool("ffmpeg", command);
+    // AMR-NB at 12.2 kbit/s (sox through libopencore-amrnb), then the same frames in a 3GP, as Android records.
+    errors_["tone.amr"] = testing::run_tool(
+        "sox", "sox " + wav + " -r 8000 -c 1 -t amr-nb -C 7 " + dir_->file("tone.amr"));
+    // The tone and a second of silence, which the encoder sends as DTX frames (comfort noise, then no data).
+    errors_["pause.amr"] = testing::run_tool(
+        "sox", "sox " + wav + " -r 8000 -c 1 -t amr-nb -C 7 " + dir_->file("pause.amr") + " pad 0 1");
+    errors_["tone.3gp"] = testing::run_tool(
+        "ffmpeg", ff + "-i " + dir_->file("tone.amr") + " -c:a copy " + dir_->file("tone.3gp"));
   }
   static void TearDownTestSuite() { dir_.reset(); }
 
   void SetUp() override {
-    if (!decodes_mp4_and_webm()) GTEST_SKIP() << "built without FFmpeg (STENO_WITH_FFMPEG)";
+    if (!decodes_ffmpeg_formats()) GTEST_SKIP() << "built without FFmpeg (STENO_WITH_FFMPEG)";
   }
 
   std::vector<uint8_t> bytes(const std::string& file) {
@@ -111,6 +124,63 @@ TEST_F(DecodeFfmpeg, LosslessMatroskaEqualsTheWav) {
   EXPECT_EQ(testing::max_abs_diff(flac.samples.data(), wav.samples.data(), wav.samples.size()), 0.0);
 }
 
+TEST_F(DecodeFfmpeg, RawAacAdts) {
+  // ADTS states no length: FFmpeg's guess from the bitrate must not read as a cut-off file (decode_tone checks
+  // that there is no warning).
+  const DecodedAudio a = decode_tone("tone.aac", 0.05);
+  EXPECT_EQ(a.format, "adts/aac");
+  EXPECT_EQ(a.channels_in, 2);
+}
+
+TEST_F(DecodeFfmpeg, CafAlacEqualsTheWavAndG711IsRead) {
+  const DecodedAudio alac = decode_tone("alac.caf", 0.0);
+  const DecodedAudio wav = load_audio_file(dir_->file("tone.wav"));
+  EXPECT_EQ(alac.format, "caf/alac");
+  ASSERT_EQ(alac.samples.size(), wav.samples.size());
+  EXPECT_EQ(testing::max_abs_diff(alac.samples.data(), wav.samples.data(), wav.samples.size()), 0.0);
+
+  // CAF counts whole 4,096-frame ALAC packets: 2,400 frames are not a file cut short.
+  const DecodedAudio short_alac = load_audio_file(dir_->file("short-alac.caf"));
+  EXPECT_EQ(short_alac.samples.size(), 2400u);
+  EXPECT_TRUE(short_alac.warnings.empty()) << short_alac.warnings[0];
+
+  const DecodedAudio ulaw = decode_tone("ulaw.caf", 0.0);  // telephone audio: 8 kHz mu-law
+  EXPECT_EQ(ulaw.format, "caf/pcm_mulaw");
+  EXPECT_EQ(ulaw.sample_rate_in, 8000);
+}
+
+TEST_F(DecodeFfmpeg, AmrAndAmrIn3gp) {
+  // A speech codec: the tone comes back at its pitch and length, its level less exactly than a music codec's.
+  for (const std::string file : {"tone.amr", "tone.3gp"}) {
+    ASSERT_EQ(errors_[file], "");
+    const DecodedAudio a = load_audio_file(dir_->file(file));
+    EXPECT_EQ(a.format, file == "tone.amr" ? "amr/amrnb" : "mp4/amrnb");
+    EXPECT_EQ(a.sample_rate_in, 8000);
+    EXPECT_NEAR(a.duration_s(), kToneSeconds, 0.025) << file;
+    EXPECT_TRUE(a.warnings.empty()) << a.warnings[0];
+    const size_t begin = kSampleRate / 2, n = kSampleRate;
+    ASSERT_GE(a.samples.size(), begin + n);
+    EXPECT_GT(testing::tone_power_fraction(a.samples.data() + begin, n, kToneFreq, kSampleRate), 0.9) << file;
+    EXPECT_NEAR(testing::rms(a.samples.data() + begin, n), kToneAmplitude / std::sqrt(2.0), 0.1) << file;
+  }
+}
+
+TEST_F(DecodeFfmpeg, AmrDtxFramesDecodeAsSilenceOfTheirLength) {
+  // FFmpeg's AMR decoder refuses DTX frames; they must neither fail the file nor shorten it.
+  const std::vector<uint8_t> amr = bytes("pause.amr");
+  static constexpr int kFrameBytes[16] = {12, 13, 15, 17, 19, 20, 26, 31, 5, 0, 0, 0, 0, 0, 0, 0};  // RFC 4867
+  int dtx = 0;
+  for (size_t at = 6; at < amr.size(); at += 1 + kFrameBytes[(amr[at] >> 3) & 15]) dtx += ((amr[at] >> 3) & 15) >= 8;
+  EXPECT_GE(dtx, 3) << "the fixture should hold SID and no-data frames";
+  const DecodedAudio a = decode_audio(amr);
+  EXPECT_NEAR(a.duration_s(), kToneSeconds + 1.0, 0.025);
+  EXPECT_TRUE(a.warnings.empty()) << a.warnings[0];
+  ASSERT_GE(a.samples.size(), 3u * kSampleRate - kSampleRate / 10);
+  const size_t n = kSampleRate / 2;
+  EXPECT_GT(testing::tone_power_fraction(a.samples.data() + kSampleRate / 2, n, kToneFreq, kSampleRate), 0.9);
+  EXPECT_LT(testing::rms(a.samples.data() + 5 * kSampleRate / 2, n), 0.01);
+}
+
 TEST_F(DecodeFfmpeg, AVideosSoundtrackIsDecoded) {
   const DecodedAudio a = decode_tone("video.mp4", 0.03);
   EXPECT_EQ(a.format, "mp4/aac");
@@ -141,6 +211,17 @@ TEST_F(DecodeFfmpeg, CutOffUploadIsDecodedAsFarAsItGoes) {
   EXPECT_GT(w.duration_s(), 0.5);
   EXPECT_LT(w.duration_s(), 1.5);
 
+  // Raw AAC and AMR: a stream of frames, decoded up to the cut.
+  std::vector<uint8_t> aac = bytes("tone.aac");
+  aac.resize(aac.size() / 2 + 3);  // inside a frame
+  const DecodedAudio r = decode_audio(aac);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("the AAC (ADTS) stream's last frame is cut off"), std::string::npos) << r.warnings[0];
+  EXPECT_NEAR(r.duration_s(), 1.0, 0.1);
+  std::vector<uint8_t> amr = bytes("tone.amr");
+  amr.resize(6 + (amr.size() - 6) / 2);
+  EXPECT_NEAR(decode_audio(amr).duration_s(), 1.0, 0.05);
+
   // moov last (FFmpeg's default): cut off, there is no index to read any audio by.
   std::vector<uint8_t> m4a = bytes("tone.m4a");
   m4a.resize(m4a.size() - 400);
@@ -153,10 +234,12 @@ TEST_F(DecodeFfmpeg, DurationLimitFromTheContainer) {
 }
 
 TEST_F(DecodeFfmpeg, EstimatedDurationFromAPrefix) {
-  const std::vector<uint8_t> mp4 = bytes("faststart.mp4");
-  const auto e = estimate_duration_s(mp4, mp4.size());
-  ASSERT_TRUE(e.has_value());
-  EXPECT_NEAR(e->seconds, kToneSeconds, 0.1);
+  for (const std::string file : {"faststart.mp4", "tone.aac", "tone.amr", "alac.caf"}) {
+    const std::vector<uint8_t> b = bytes(file);
+    const auto e = estimate_duration_s(b, b.size());
+    ASSERT_TRUE(e.has_value()) << file;
+    EXPECT_NEAR(e->seconds, kToneSeconds, 0.1) << file;
+  }
 }
 
 }  // namespace

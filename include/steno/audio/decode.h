@@ -1,14 +1,14 @@
 // Untrusted audio bytes (a file or an in-memory HTTP body) -> 16 kHz mono float PCM in [-1, 1].
 //
 // Supported containers: WAV (RIFF/RIFX/RF64), AIFF, FLAC, OGG (Vorbis, Opus) and MP3, decoded by libsndfile,
-// libvorbis (with libogg) and libmpg123; in a build with FFmpeg also MP4/M4A/MOV and WebM/Matroska (AAC, Opus,
-// Vorbis, MP3, FLAC, ALAC or PCM audio), by libavformat and libavcodec held to those parsers. Anything else is
-// refused from its first bytes, before any decoder parses it.
+// libvorbis (with libogg) and libmpg123; in a build with FFmpeg also MP4/M4A/MOV/3GP and WebM/Matroska (AAC, Opus,
+// Vorbis, MP3, FLAC, ALAC, AMR or PCM audio), raw AAC (ADTS), AMR and CAF, by libavformat and libavcodec held to
+// those parsers. Anything else is refused from its first bytes, before any decoder parses it.
 // Every malformed input is reported as a steno::Error that names the problem; nothing here aborts, hangs or sizes an
 // allocation from an unchecked header field:
 //   kInvalidArgument  empty input, bytes that are not audio (text, random data), a file with no samples
-//   kUnimplemented    a recognised but unsupported container (raw AAC, CAF, ...; MP4 and WebM without FFmpeg) or
-//                     codec
+//   kUnimplemented    a recognised but unsupported container (Wave64, AU, ...; the FFmpeg formats without FFmpeg)
+//                     or codec
 //   kDataLoss         corrupt or lying input: nothing decodable where the header promises audio ("no audio could be
 //                     decoded"), corruption before the end, absurd header fields, zero channels, NaN/inf samples
 //   kOutOfRange       well-formed input over a limit: bytes, duration, channel count, sample rate
@@ -53,8 +53,9 @@ struct DecodedAudio {
   double duration_s() const { return sample_rate > 0 ? static_cast<double>(samples.size()) / sample_rate : 0.0; }
 };
 
-// Whether this build decodes MP4/M4A and WebM/Matroska (built with FFmpeg: CMake STENO_WITH_FFMPEG).
-bool decodes_mp4_and_webm();
+// Whether this build decodes MP4/M4A, WebM/Matroska, raw AAC, AMR and CAF (built with FFmpeg: CMake
+// STENO_WITH_FFMPEG).
+bool decodes_ffmpeg_formats();
 
 // Decodes a whole file held in memory. Thread-safe; the bytes are only read during the call.
 DecodedAudio decode_audio(std::span<const uint8_t> bytes, const AudioLimits& limits = {});

@@ -35,7 +35,7 @@ enum class Outcome {
   kOk,
   kInvalidInput,       // malformed, empty, corrupt audio or request fields
   kOverLimit,          // audio longer than the model's limit, or a body over the size limit
-  kUnsupportedFormat,  // a container or codec steno does not read (MP4/M4A, WebM)
+  kUnsupportedFormat,  // a container or codec steno does not read (Wave64, AU, ...)
   kModelNotFound,      // a name that is neither a served model nor one of its aliases
   kQueueFull,          // admission refused it: try again later (retry_after_s)
   kDeadlineExceeded,   // its deadline passed before it could run

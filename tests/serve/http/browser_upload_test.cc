@@ -1,6 +1,6 @@
-// What browsers record (MediaRecorder: WebM with Opus) and phones save (M4A with AAC), uploaded as OpenAI clients
-// upload them, to the real core with the bundled model: the transcript of the FLAC they were made from. A build
-// without FFmpeg refuses them with 415 and says why.
+// What browsers record (MediaRecorder: WebM with Opus) and phones save (M4A with AAC; AMR, alone or in 3GP, with
+// its DTX pauses), and raw AAC, uploaded as OpenAI clients upload them, to the real core with the bundled model:
+// the transcript of the FLAC they were made from. A build without FFmpeg refuses them with 415 and says why.
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -34,7 +34,10 @@ class BrowserUploads : public ::testing::Test {
     int rc = 0;
     const std::string out = run(ff + "' -c:a libopus -b:a 32k '" + d + "/speech.webm' && " + ff +
                                     "' -c:a aac -b:a 64k '" + d + "/speech.m4a' && " + ff +
-                                    "' -c:a aac -b:a 64k -movflags +faststart '" + d + "/faststart.mp4'",
+                                    "' -c:a aac -b:a 64k -movflags +faststart '" + d + "/faststart.mp4' && " + ff +
+                                    "' -c:a aac -b:a 64k -f adts '" + d + "/speech.aac' && sox '" + src + "' -r 8000 "
+                                    "-c 1 -t amr-nb -C 7 '" + d + "/speech.amr' && ffmpeg -nostdin -v error -y -i '" +
+                                    d + "/speech.amr' -c:a copy '" + d + "/speech.3gp'",
                                 &rc);
     ASSERT_EQ(rc, 0) << out;
     spdlog::set_level(spdlog::level::warn);
@@ -53,17 +56,17 @@ class BrowserUploads : public ::testing::Test {
 fs::path BrowserUploads::dir_;
 std::shared_ptr<const asr::AsrModel> BrowserUploads::model_;
 
-TEST_F(BrowserUploads, WebmAndM4aAreTranscribedAsTheirSource) {
+TEST_F(BrowserUploads, RecordedFormatsAreTranscribedAsTheirSource) {
   CoreServer s(serve::transcriber_runners(model_, 1));
   const ClientResponse source = post_transcription(s.port(), "speech.flac", read_file(test_audio(kSource)), "json");
   ASSERT_EQ(source.status, 200) << source.body;
   const std::string text = json::parse(source.body)["text"];
   EXPECT_EQ(text, "twenty six plus twenty four equals fifty");
 
-  for (const char* name : {"speech.webm", "speech.m4a", "faststart.mp4"}) {
+  for (const char* name : {"speech.webm", "speech.m4a", "faststart.mp4", "speech.aac", "speech.amr", "speech.3gp"}) {
     SCOPED_TRACE(name);
     const ClientResponse r = post_transcription(s.port(), name, read_file((dir_ / name).string()), "json");
-    if (!audio::decodes_mp4_and_webm()) {
+    if (!audio::decodes_ffmpeg_formats()) {
       EXPECT_EQ(r.status, 415) << r.body;
       EXPECT_NE(r.body.find("built without FFmpeg"), std::string::npos) << r.body;
       continue;
@@ -75,7 +78,7 @@ TEST_F(BrowserUploads, WebmAndM4aAreTranscribedAsTheirSource) {
 }
 
 TEST_F(BrowserUploads, ACutOffRecordingIsTranscribedAsFarAsItGoes) {
-  if (!audio::decodes_mp4_and_webm()) GTEST_SKIP() << "built without FFmpeg (the refusal: the test above)";
+  if (!audio::decodes_ffmpeg_formats()) GTEST_SKIP() << "built without FFmpeg (the refusal: the test above)";
   CoreServer s(serve::transcriber_runners(model_, 1));
   const std::string whole = read_file((dir_ / "faststart.mp4").string());
   const ClientResponse r = post_transcription(s.port(), "cut.mp4", whole.substr(0, whole.size() * 6 / 10), "json");

@@ -71,15 +71,15 @@ TEST(BadInput, OpenAIMultipartMatrix) {
   empty.file = "";
   EXPECT_ERROR(c.request("POST", kTranscribe, empty.body(), {{"Content-Type", empty.content_type()}}), 400, "empty");
 
-  Form caf;  // a container steno recognises but does not read
-  caf.file = std::string("caff\0\1\0\0", 8) + std::string(100, '\0');
-  EXPECT_ERROR(c.request("POST", kTranscribe, caf.body(), {{"Content-Type", caf.content_type()}}), 415,
-               "CAF is not supported");
+  Form au;  // a container steno recognises but does not read
+  au.file = std::string(".snd\0\0\0\x18", 8) + std::string(100, '\0');
+  EXPECT_ERROR(c.request("POST", kTranscribe, au.body(), {{"Content-Type", au.content_type()}}), 415,
+               "AU/SND is not supported");
   Form mp4;  // an MP4 file's first box and nothing after it: read with FFmpeg (a 400), or refused without (415)
   static const char ftyp[] = "\0\0\0\x1c" "ftypisom\0\0\x02\0isomiso2mp41";
   mp4.file = std::string(ftyp, sizeof ftyp - 1) + std::string(100, '\0');
   EXPECT_EQ(c.request("POST", kTranscribe, mp4.body(), {{"Content-Type", mp4.content_type()}}).status,
-            audio::decodes_mp4_and_webm() ? 400 : 415);
+            audio::decodes_ffmpeg_formats() ? 400 : 415);
 
   EXPECT_TRUE(s.service.seen().empty());
   expect_serves_others(s.port());
