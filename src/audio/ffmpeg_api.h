@@ -1,8 +1,8 @@
 // FFmpeg's libraries opened at run time, by the first file in an FFmpeg format to decode (docs/architecture.md,
 // "Libraries opened when first needed"): linked, libavcodec and libavformat bring ~130 libraries (every video codec,
-// TLS, network protocols) into every steno process at start, whatever it was asked to do. The functions ffmpeg_reader.cc calls,
-// named as in FFmpeg, in one table; the types are FFmpeg's headers', whose major versions the opened libraries must
-// have (their struct layouts are fixed per major version).
+// TLS, network protocols) into every steno process at start, whatever it was asked to do. The functions
+// ffmpeg_reader.cc calls, named as in FFmpeg, in one table; the types are FFmpeg's headers', whose major versions
+// the opened libraries must have (their struct layouts are fixed per major version).
 #pragma once
 
 extern "C" {

@@ -5,9 +5,9 @@
 //
 // FFmpeg parses far more than steno needs, so it is held to the sniffed container's demuxer and the audio decoders
 // named in ffmpeg_reader.cc (anything else is refused before a decoder opens), reads through a custom I/O context
-// over the request's bytes (no files, no protocols), decodes single-threaded, and logs nothing. The best audio stream is
-// decoded (a video's soundtrack too); every other stream is skipped unread. The libraries are opened by the first
-// reader (ffmpeg_api.h); without them it throws kUnavailable.
+// over the request's bytes (no files, no protocols), decodes single-threaded, and logs nothing. The best audio
+// stream is decoded (a video's soundtrack too); every other stream is skipped unread. The libraries are opened by
+// the first reader (ffmpeg_api.h); without them it throws kUnavailable.
 #pragma once
 
 #include <memory>

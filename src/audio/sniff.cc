@@ -136,11 +136,12 @@ Sniffed sniff_container(std::span<const uint8_t> b) {
       fail(ErrorCode::kDataLoss, "truncated: the ID3 tag says {} bytes, the input has only {} and no audio after it",
            id3, b.size());
     if (starts_with(b, id3, "fLaC")) return {Container::kFlac, id3};
+    if (is_adts_frame(b, id3)) return {Container::kAdts, id3};  // FFmpeg's ADTS demuxer skips the tag itself
     // Taggers may pad after the tag; mpg123 resynchronises, so accept a frame within the first few KB.
     for (size_t at = id3; at < b.size() && at < id3 + 4096; ++at)
       if (is_mpeg_audio_frame(b, at)) return {Container::kMp3, at};
-    fail(ErrorCode::kInvalidArgument, "not a recognised audio file: an ID3 tag ({} bytes) is followed by no MP3 or "
-         "FLAC audio", id3);
+    fail(ErrorCode::kInvalidArgument, "not a recognised audio file: an ID3 tag ({} bytes) is followed by no MP3, "
+         "FLAC or AAC audio", id3);
   }
   if (is_mpeg_audio_frame(b, 0)) return {Container::kMp3, 0};
   if (starts_with(b, 4, "ftyp")) return {Container::kMp4};  // MP4, M4A, MOV, 3GP: ISO base media files

@@ -179,7 +179,7 @@ TEST(DecodeErrors, Id3TagWithoutAudio) {
   std::vector<uint8_t> id3 = {'I', 'D', '3', 4, 0, 0, 0, 0, 0, 20};
   expect_decode_error(id3, ErrorCode::kDataLoss, "the ID3 tag says 30 bytes, the input has only 10");
   id3.resize(40, 0);
-  expect_decode_error(id3, ErrorCode::kInvalidArgument, "followed by no MP3 or FLAC audio");
+  expect_decode_error(id3, ErrorCode::kInvalidArgument, "followed by no MP3, FLAC or AAC audio");
 }
 
 // Real encoders' files with nothing decodable, or corrupt before their end.

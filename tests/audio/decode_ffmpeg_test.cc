@@ -40,6 +40,8 @@ class DecodeFfmpeg : public ::testing::Test {
         {"video.mp4", ff + video + in + "-c:v mpeg4 -c:a aac -shortest " + dir_->file("video.mp4")},
         {"silent-video.mp4", ff + video + "-c:v mpeg4 " + dir_->file("silent-video.mp4")},
         {"tone.aac", ff + in + "-c:a aac -b:a 128k -f adts " + dir_->file("tone.aac")},
+        {"tagged.aac", ff + in + "-c:a aac -b:a 128k -f adts -write_id3v2 1 -metadata title=tone " +
+                           dir_->file("tagged.aac")},
         {"alac.caf", ff + in + "-c:a alac " + dir_->file("alac.caf")},
         {"ulaw.caf", ff + in + "-ar 8000 -ac 1 -c:a pcm_mulaw " + dir_->file("ulaw.caf")},
         {"short-alac.caf", ff + in + "-t 0.15 -ar 16000 -c:a alac " + dir_->file("short-alac.caf")},
@@ -130,6 +132,10 @@ TEST_F(DecodeFfmpeg, RawAacAdts) {
   const DecodedAudio a = decode_tone("tone.aac", 0.05);
   EXPECT_EQ(a.format, "adts/aac");
   EXPECT_EQ(a.channels_in, 2);
+  const std::vector<uint8_t> tagged = bytes("tagged.aac");  // an ID3v2 tag first, as taggers leave it
+  ASSERT_GT(tagged.size(), 3u);
+  EXPECT_EQ(std::string(tagged.begin(), tagged.begin() + 3), "ID3");
+  EXPECT_EQ(decode_tone("tagged.aac", 0.05).samples.size(), a.samples.size());
 }
 
 TEST_F(DecodeFfmpeg, CafAlacEqualsTheWavAndG711IsRead) {
