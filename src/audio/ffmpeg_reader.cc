@@ -240,6 +240,7 @@ FfmpegReader::Received FfmpegReader::receive_frame() {
 void FfmpegReader::conceal_packet() {
   // The packet's own duration (20 ms an AMR frame, a few frames a 3GP sample), held to 20 ms .. 1 s so that a
   // container's claim cannot make it large.
+  if (rate_ <= 0 || channels_ <= 0) return;  // a malformed stream, which decode_audio refuses once it is open
   const Codec& c = *codec_;
   const AVStream& stream = *c.format->streams[c.stream];
   int64_t frames = rate_ / 50;

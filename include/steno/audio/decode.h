@@ -15,8 +15,8 @@
 // An input that merely ends early -- what a crashed recorder or a cut-off upload leaves -- is not an error: every
 // complete frame present is decoded and DecodedAudio::warnings says what was missing (as sox, ffmpeg and
 // whisper.cpp do). That covers a WAV/AIFF data chunk or RIFF size longer than the file, a header frame count (WAV,
-// AIFF, FLAC STREAMINFO, MP3 Xing/Info/VBRI, an MP4's or WebM's duration) over what decodes, a FLAC, MP3 or MP4
-// frame cut by the end of the input, and an Ogg stream without its end-of-stream page.
+// AIFF, FLAC STREAMINFO, MP3 Xing/Info/VBRI, an MP4's, WebM's or CAF's duration) over what decodes, a FLAC, MP3,
+// MP4, AAC or AMR frame cut by the end of the input, and an Ogg stream without its end-of-stream page.
 // Integer PCM is scaled by 1/2^(bits-1), so a 16 kHz mono int16 WAV yields exactly int16/32768 (as NeMo reads it).
 // Float input must be finite; finite values outside [-1, 1] are clamped, as is resampler overshoot.
 #pragma once
