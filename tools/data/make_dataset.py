@@ -2,8 +2,9 @@
 """Synthesize English speech for the bundled model: 16 kHz int16 mono WAV (or FLAC) + a NeMo-style JSONL manifest.
 
 Python 3.11+ with numpy (1.24 .. 2.x), no other module. Speech comes from espeak-ng (also driving MBROLA), flite,
-festival and SVOX Pico (pico2wave) run as subprocesses, many at once (festival as one long-lived process per
-worker: its start takes ~0.8 s, an utterance ~10 ms). Text comes from the corpus of build_corpus.py.
+festival, SVOX Pico (pico2wave) and RHVoice (RHVoice-test) run as subprocesses, many at once (festival as one
+long-lived process per worker: its start takes ~0.8 s, an utterance ~10 ms). Text comes from the corpus of
+build_corpus.py.
 
 Splits (--split):
   train          train sentences, training voices, augmented (noise, gain, reverberation, speed, padding)
@@ -13,16 +14,18 @@ Splits (--split):
   festival-test  held-out test sentences, festival's three English voices (ked_diphone never in training), clean
   mbrola-test    held-out test sentences, the four English MBROLA voices (mb-us3 never in training), clean
   pico-test      held-out test sentences, Pico's en-US and en-GB (en-GB never in training), clean
+  rhvoice-test   held-out test sentences, RHVoice's six English voices (alan never in training), clean
 
 --mix (train and dev) says which synthesizers speak and how often, e.g. espeak:0.6,flite:0.2,festival:0.2; the
 default espeak:1 is the first bundled model's recipe, utterance for utterance. Training hears four flite voices
-(awb held out) and two of festival's (ked_diphone held out), so each synthesizer keeps a voice for its test set.
+(awb held out), two of festival's (ked_diphone held out), three of MBROLA's (mb-us3 held out), one of Pico's
+(en-GB held out) and five of RHVoice's (alan held out), so each synthesizer keeps a voice for its test set.
 --channel-aug (train) also passes a share of the clips through what uploads go through: a telephone band (300-3400
 Hz at 8 kHz, half of them mu-law), or an MP3 or Opus encode and decode (lame, opusenc/opusdec).
 --voice-aug (train) makes more voices of the few the synthesizers have: 70 % of the clips of a voice that takes
-an intonation target (flite kal, kal16, slt; festival kal_diphone) get a mean pitch of 75-240 Hz, and 80 % of all
-clips a speed perturbation of 0.85-1.18 (formants and pitch scaled together, as a longer or shorter vocal tract),
-and 40 % of the espeak-ng clips a synthetic accent (a training base voice with phoneme shifts and formant scales).
+an intonation target (flite kal, kal16, slt; festival kal_diphone) get a mean pitch of 75-240 Hz (Pico's and
+RHVoice's clips a pitch of 70-150 % of the voice's own), and 80 % of all clips a speed perturbation of 0.85-1.18
+(formants and pitch scaled together, as a longer or shorter vocal tract), and 40 % of the espeak-ng clips a synthetic accent (a training base voice with phoneme shifts and formant scales).
 
 Everything an utterance gets (sentence, voice, rate, pitch, augmentation) is drawn from a generator seeded by
 (seed, split, index), so utterance i is the same whatever --jobs is and whether the run was resumed. A run writes
@@ -80,11 +83,17 @@ MBROLA_VOICES_TRAIN = ["mb-us1", "mb-us2", "mb-en1"]       # mb-us3 (American ma
 # SVOX Pico (non-free libttspico-data): two more recorded speakers, each its own language resource.
 PICO_VOICES = ["en-US", "en-GB"]       # pico-test
 PICO_VOICES_TRAIN = ["en-US"]          # en-GB held out
-FAMILIES = ("espeak", "flite", "festival", "mbrola", "pico")
+# RHVoice (non-free rhvoice-english): HMM voices of CMU ARCTIC's speakers (alan is awb, bdl, clb, slt) and of two
+# Russian speakers' English (evgeniy-eng, lyubov). alan is held out: he is the speaker of flite's held-out awb, so
+# no training voice is awb's.
+RHVOICE_VOICES = ["alan", "bdl", "clb", "slt", "evgeniy-eng", "lyubov"]  # rhvoice-test
+RHVOICE_VOICES_TRAIN = ["bdl", "clb", "slt", "evgeniy-eng", "lyubov"]
+FAMILIES = ("espeak", "flite", "festival", "mbrola", "pico", "rhvoice")
 SYNTH_TEST_SPLITS = {"flite-test": ("flite", FLITE_VOICES), "festival-test": ("festival", FESTIVAL_VOICES),
-                     "mbrola-test": ("mbrola", MBROLA_VOICES), "pico-test": ("pico", PICO_VOICES)}
+                     "mbrola-test": ("mbrola", MBROLA_VOICES), "pico-test": ("pico", PICO_VOICES),
+                     "rhvoice-test": ("rhvoice", RHVOICE_VOICES)}
 TRAIN_VOICES = {"flite": FLITE_VOICES_TRAIN, "festival": FESTIVAL_VOICES_TRAIN, "mbrola": MBROLA_VOICES_TRAIN,
-                "pico": PICO_VOICES_TRAIN}  # espeak-ng's: pick_voice
+                "pico": PICO_VOICES_TRAIN, "rhvoice": RHVOICE_VOICES_TRAIN}  # espeak-ng's: pick_voice
 ESPEAK_DRIVEN = ("espeak", "mbrola")   # rate, pitch and word gap are espeak-ng's for both
 TEST_SPLITS = {"test"} | set(SYNTH_TEST_SPLITS)  # sentences from the corpus's test split
 
@@ -107,7 +116,10 @@ BASE_VOICE_FILES = {"en": "gmw/en", "en-us": "gmw/en-US", "en-gb-scotland": "gmw
 F0_VOICES = {"flite": {"kal", "kal16", "slt", "awb"}, "festival": {"kal_diphone", "ked_diphone"}}
 F0_MEAN_HZ = (75.0, 240.0)    # drawn log-uniform
 F0_STD_OF_MEAN = (0.08, 0.25)
-PICO_PITCH_LEVEL = (70.0, 150.0)   # --voice-aug, Pico: its <pitch level> markup, % of the voice's own (log-uniform)
+# --voice-aug, Pico and RHVoice: a pitch in % of the voice's own (log-uniform): Pico's <pitch level> markup,
+# RHVoice's --pitch.
+PITCH_LEVEL = (70.0, 150.0)
+PITCH_LEVEL_SYNTHS = ("pico", "rhvoice")
 VOICE_SPEED = (0.85, 1.18)    # against the plain augmentation's 0.9 .. 1.1
 
 
@@ -246,8 +258,8 @@ def plan(split, index, seed, pool, augment, mix=(("espeak", 1.0),), channel=Fals
             if voice in F0_VOICES.get(synth, ()) and r.random() < 0.7:
                 mean = float(np.exp(r.uniform(*np.log(F0_MEAN_HZ))))
                 p["f0"] = {"mean": round(mean, 1), "std": round(mean * r.uniform(*F0_STD_OF_MEAN), 1)}
-            if synth == "pico" and r.random() < 0.7:
-                p["pitch_level"] = int(round(np.exp(r.uniform(*np.log(PICO_PITCH_LEVEL)))))
+            if synth in PITCH_LEVEL_SYNTHS and r.random() < 0.7:
+                p["pitch_level"] = int(round(np.exp(r.uniform(*np.log(PITCH_LEVEL)))))
             if r.random() < 0.8:
                 aug["speed"] = round(r.uniform(*VOICE_SPEED), 3)
             if synth == "espeak" and r.random() < 0.4:
@@ -369,6 +381,34 @@ def synth_pico(p, pico):
                        check=True)
         with open(path, "rb") as fh:
             return parse_wav(fh.read())
+
+
+def synth_rhvoice(p, rhvoice):
+    """RHVoice through RHVoice-test, the text on its standard input: rate and pitch in % of the voice's own (a
+    stretch of 1.1 is rate 91). It speaks at 24 kHz whatever its --sample-rate says; render resamples."""
+    cmd = [rhvoice, "-p", p["voice"], "-r", str(round(100 / p["stretch"]))]
+    if "pitch_level" in p:
+        cmd += ["-t", str(p["pitch_level"])]
+    with tempfile.TemporaryDirectory(prefix="rhvoice") as d:
+        path = os.path.join(d, "o.wav")
+        subprocess.run(cmd + ["-o", path], input=p["speak"].encode("ascii"), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, check=True)
+        with open(path, "rb") as fh:
+            return parse_wav(fh.read())
+
+
+def check_rhvoice_voices(rhvoice, voices=tuple(RHVOICE_VOICES)):
+    """RHVoice speaks a voice name it does not know with its first voice (alan, the held-out one), without an
+    error: make sure every voice of the family is there by hearing each speak differently."""
+    heard = {}
+    for voice in voices:
+        p = {"voice": voice, "stretch": 1.0, "speak": "a voice check."}
+        pcm, _ = synth_rhvoice(p, rhvoice)
+        heard.setdefault(pcm.tobytes(), []).append(voice)
+    same = [v for v in heard.values() if len(v) > 1]
+    if same:
+        raise ValueError("RHVoice speaks %s with one voice: its voices are not all installed" %
+                         " and ".join(", ".join(v) for v in same))
 
 
 class FestivalSession:
@@ -582,11 +622,14 @@ def synthesize(p, tools):
         return synth_flite(p, tools["flite"])
     if p["synth"] == "pico":
         return synth_pico(p, tools["pico"])
+    if p["synth"] == "rhvoice":
+        return synth_rhvoice(p, tools["rhvoice"])
     return synth_festival(p, tools["festival"])
 
 
 def render(p, tools):
-    """tools: {"espeak": program, "flite": program, "pico": program, "festival": FestivalSession}."""
+    """tools: {"espeak": program, "flite": program, "pico": program, "rhvoice": program,
+    "festival": FestivalSession}."""
     x, sr = synthesize(p, tools)
     if len(x) < sr // 10 or not np.any(x):
         raise ValueError("synthesizer returned no audio")
@@ -636,7 +679,7 @@ def _init(args_dict, pool):
     _G.update(args_dict)
     _G["pool"] = pool
     _G["tools"] = {"espeak": args_dict["espeak"], "accents": EspeakAccents(args_dict["espeak"], args_dict["scratch"]),
-                   "flite": args_dict["flite"], "pico": args_dict["pico"],
+                   "flite": args_dict["flite"], "pico": args_dict["pico"], "rhvoice": args_dict["rhvoice"],
                    "festival": FestivalSession(args_dict["festival"])}
 
 
@@ -714,13 +757,15 @@ def main():
                     help="the program espeak-ng runs for its mb-* voices (only checked here: espeak-ng finds it "
                          "on PATH)")
     ap.add_argument("--pico", default=os.environ.get("PICO2WAVE", "pico2wave"), help="SVOX Pico's pico2wave")
+    ap.add_argument("--rhvoice", default=os.environ.get("RHVOICE_TEST", "RHVoice-test"),
+                    help="RHVoice's RHVoice-test")
     ap.add_argument("--mix", default="espeak:1",
                     help="train/dev: synthesizers and their shares, e.g. espeak:0.6,flite:0.2,festival:0.2")
     ap.add_argument("--channel-aug", action="store_true",
                     help="train: telephone band, MP3 and Opus round trips for a share of the clips (lame, opus-tools)")
     ap.add_argument("--voice-aug", action="store_true",
                     help="train: more voices from few: intonation targets for the flite and festival voices that "
-                         "take one, a wider speed perturbation (vocal tract length), synthetic espeak-ng accents")
+                         "take one, Pico's and RHVoice's pitch, a wider speed perturbation (vocal tract length), synthetic espeak-ng accents")
     args = ap.parse_args()
     try:
         mix = parse_mix(args.mix)
@@ -743,8 +788,13 @@ def main():
         needed += ["lame", "opusenc", "opusdec"]
     for prog in needed:
         if shutil.which(prog) is None:
-            sys.exit("%s not found (PATH, or --espeak/--flite/--festival/--mbrola/--pico; see tools/data/README.md)"
-                     % prog)
+            sys.exit("%s not found (PATH, or --espeak/--flite/--festival/--mbrola/--pico/--rhvoice; see "
+                     "tools/data/README.md)" % prog)
+    if "rhvoice" in families:
+        try:
+            check_rhvoice_voices(args.rhvoice)
+        except (ValueError, OSError, subprocess.CalledProcessError) as e:
+            sys.exit("RHVoice: %s" % e)
     if args.format == "flac" and shutil.which("flac") is None:
         sys.exit("--format flac needs the flac program")
     os.makedirs(args.out, exist_ok=True)
@@ -766,7 +816,7 @@ def main():
 
     conf = {"split": args.split, "seed": args.seed, "augment": augment, "out": args.out, "format": args.format,
             "espeak": args.espeak, "flite": args.flite, "festival": args.festival, "pico": args.pico,
-            "max_seconds": args.max_seconds,
+            "rhvoice": args.rhvoice, "max_seconds": args.max_seconds,
             "shard": shard, "mix": mix, "channel": augment and args.channel_aug,
             "voice_aug": augment and args.voice_aug}
     stopped = False

@@ -156,6 +156,24 @@ class Voices(unittest.TestCase):
             voices = {make_dataset.plan(split, i, 1, pool, False, mix)["voice"] for i in range(100)}
             self.assertEqual(voices, set(make_dataset.SYNTH_TEST_SPLITS[split][1]), family)
 
+    def test_rhvoice_keeps_alan_out_of_training(self):
+        # alan is CMU ARCTIC's awb, flite's held-out speaker: no training voice of any family may be his.
+        self.assertEqual(set(make_dataset.RHVOICE_VOICES) - set(make_dataset.RHVOICE_VOICES_TRAIN), {"alan"})
+        mix = make_dataset.parse_mix("espeak:0.4,flite:0.1,festival:0.1,mbrola:0.1,pico:0.1,rhvoice:0.2")
+        pool = [("gen", "one two three.")]
+        seen, levels = {}, 0
+        for i in range(3000):
+            p = make_dataset.plan("train", i, 1, pool, True, mix, True, True)
+            seen[p["synth"]] = seen.get(p["synth"], 0) + 1
+            if p["synth"] == "rhvoice":
+                self.assertIn(p["voice"], make_dataset.RHVOICE_VOICES_TRAIN)
+                self.assertTrue(0.9 <= p["stretch"] <= 1.1 and "rate" not in p and "accent" not in p, p)
+                levels += "pitch_level" in p
+        self.assertTrue(520 < seen["rhvoice"] < 680, seen)
+        self.assertTrue(0.6 < levels / seen["rhvoice"] < 0.8, levels)  # --voice-aug's pitch for 70 % of them
+        voices = {make_dataset.plan("rhvoice-test", i, 1, pool, False, mix)["voice"] for i in range(100)}
+        self.assertEqual(voices, set(make_dataset.RHVOICE_VOICES))
+
     def test_default_mix_and_channel_off_draw_what_the_first_edition_drew(self):
         # The first bundled model's recipe: a one-family mix draws no family, --channel-aug off draws nothing more.
         pool = [("gen", "a b."), ("gen", "c d.")]
@@ -207,7 +225,7 @@ class Voices(unittest.TestCase):
             if "pitch_level" in p:
                 levels += 1
                 self.assertEqual(p["synth"], "pico")
-                lo, hi = make_dataset.PICO_PITCH_LEVEL
+                lo, hi = make_dataset.PITCH_LEVEL
                 self.assertTrue(lo <= p["pitch_level"] <= hi, p)
         self.assertTrue(100 < levels < 180, levels)  # 0.7 of pico's half
 
@@ -224,6 +242,7 @@ class Voices(unittest.TestCase):
             self.assertEqual(make_dataset.plan("flite-test", i, 1, pool, False, mix)["synth"], "flite")
             self.assertEqual(make_dataset.plan("mbrola-test", i, 1, pool, False, mix)["synth"], "mbrola")
             self.assertEqual(make_dataset.plan("pico-test", i, 1, pool, False, mix)["synth"], "pico")
+            self.assertEqual(make_dataset.plan("rhvoice-test", i, 1, pool, False, mix)["synth"], "rhvoice")
 
     def test_mix_is_checked(self):
         for bad in ("", "espeak:0", "piper:1", "espeak:1,espeak:2", "flite:x"):
@@ -363,6 +382,25 @@ class Audio(unittest.TestCase):
         high = make_dataset.render(dict(p, pitch_level=140), tools)
         self.assertGreater(median_pitch_hz(high), 1.6 * median_pitch_hz(low))
         self.assertTrue(np.array_equal(make_dataset.render(p, tools), own))
+
+    @unittest.skipIf(shutil.which("RHVoice-test") is None, "RHVoice-test not installed")
+    def test_rhvoice_rate_and_pitch_take_effect(self):
+        p = {"synth": "rhvoice", "voice": "bdl", "stretch": 1.0, "aug": {}, "speak": "the bus leaves at nine."}
+        tools = {"rhvoice": "RHVoice-test"}
+        own = make_dataset.render(p, tools)
+        slow = make_dataset.render(dict(p, stretch=1.25), tools)
+        self.assertGreater(len(slow), 1.15 * len(own))
+        low = make_dataset.render(dict(p, pitch_level=70), tools)
+        high = make_dataset.render(dict(p, pitch_level=140), tools)
+        self.assertGreater(median_pitch_hz(high), 1.6 * median_pitch_hz(low))
+        self.assertTrue(np.array_equal(make_dataset.render(p, tools), own))
+        self.assertFalse(np.array_equal(make_dataset.render(dict(p, voice="clb"), tools), own))
+
+    @unittest.skipIf(shutil.which("RHVoice-test") is None, "RHVoice-test not installed")
+    def test_rhvoice_voice_check_catches_a_voice_it_does_not_have(self):
+        make_dataset.check_rhvoice_voices("RHVoice-test")  # the six installed ones
+        with self.assertRaisesRegex(ValueError, "alan, no-such-voice"):  # RHVoice speaks it as alan
+            make_dataset.check_rhvoice_voices("RHVoice-test", ["alan", "bdl", "no-such-voice"])
 
     @unittest.skipIf(not all(shutil.which(p) for p in ("lame", "opusenc", "opusdec")), "lame/opus-tools missing")
     def test_codec_round_trips_keep_the_speech_band(self):

@@ -1,8 +1,8 @@
 #!/bin/sh
 # Unpack the .deb files of fetch_synth_debs.sh into PREFIX with dpkg -x (no root, no apt), write wrappers
-# PREFIX/bin/{espeak-ng,flite,festival,mbrola,pico2wave,lame,opusenc,opusdec} (those unpacked) that set the library
-# and data paths for themselves only, check that they run from PREFIX, and print the environment to use. DEBDIR may
-# hold both of fetch_synth_debs.sh's sets (its SHA256SUMS and SHA256SUMS.voices are both checked).
+# PREFIX/bin/{espeak-ng,flite,festival,mbrola,pico2wave,RHVoice-test,lame,opusenc,opusdec} (those unpacked) that
+# set the library and data paths for themselves only, check that they run from PREFIX, and print the environment
+# to use. DEBDIR may hold all of fetch_synth_debs.sh's sets (each SHA256SUMS* in it is checked).
 #
 #   tools/data/unpack_synth_debs.sh [DEBDIR] [PREFIX]      # defaults: .debs in the repo root, /tmp/synth
 #   export PATH=/tmp/synth/bin:$PATH                       # then espeak-ng and flite are the unpacked ones
@@ -54,10 +54,17 @@ if [ -x "$PREFIX/usr/bin/pico2wave" ] && [ ! -f /usr/share/pico/lang/en-US_ta.bi
     echo "pico2wave reads its voices from /usr/share/pico/lang only, which is missing and cannot be linked to" \
          "$PREFIX/usr/share/pico here (not root?)" >&2; exit 1; }
 fi
+# RHVoice reads its languages and voices from /usr/share/RHVoice only (compiled in, no option; its /etc/RHVoice
+# configuration is optional): the same as for Pico.
+if [ -x "$PREFIX/usr/bin/RHVoice-test" ] && [ ! -d /usr/share/RHVoice/voices/bdl ]; then
+  { [ ! -e /usr/share/RHVoice ] && ln -s "$PREFIX/usr/share/RHVoice" /usr/share/RHVoice 2>/dev/null; } || {
+    echo "RHVoice reads its voices from /usr/share/RHVoice only, which is missing and cannot be linked to" \
+         "$PREFIX/usr/share/RHVoice here (not root?)" >&2; exit 1; }
+fi
 # Everything but espeak-ng is optional: a first-edition training run needs only espeak-ng, and leaving libflite1
 # (13 MB) or festival's voices out keeps a GPU call's carry small.
 progs=espeak-ng
-for prog in flite festival mbrola pico2wave lame opusenc opusdec; do
+for prog in flite festival mbrola pico2wave RHVoice-test lame opusenc opusdec; do
   [ -x "$PREFIX/usr/bin/$prog" ] && progs="$progs $prog"
 done
 for prog in $progs; do
@@ -113,6 +120,17 @@ case " $progs " in *" pico2wave "*)
     [ "$(head -c 4 "$PREFIX/.pico_test.wav")" = "RIFF" ] || fail "pico2wave $lang wrote no WAV"
   done ;;
 esac
+case " $progs " in *" RHVoice-test "*)
+  # An unknown voice name speaks with the first voice instead, without an error: every voice must sound its own.
+  for voice in alan bdl clb slt evgeniy-eng lyubov; do
+    echo "unpacked voice test" | env -i PATH=/usr/bin:/bin "$PREFIX/bin/RHVoice-test" -p $voice \
+      -o "$PREFIX/.rhvoice_$voice.wav" || fail "RHVoice-test $voice did not run"
+    [ "$(head -c 4 "$PREFIX/.rhvoice_$voice.wav")" = "RIFF" ] || fail "RHVoice-test $voice wrote no WAV"
+  done
+  [ "$(cat "$PREFIX"/.rhvoice_*.wav | wc -c)" -gt 0 ] && \
+    [ "$(md5sum "$PREFIX"/.rhvoice_*.wav | cut -d' ' -f1 | sort -u | wc -l)" -eq 6 ] || \
+    fail "RHVoice's six English voices do not all sound different (a voice is missing)" ;;
+esac
 case " $progs " in *" lame "*)
   env -i PATH=/usr/bin:/bin "$PREFIX/bin/espeak-ng" -v en-us --stdout "codec test" > "$PREFIX/.codec_test.wav"
   env -i PATH=/usr/bin:/bin "$PREFIX/bin/lame" --quiet -b 32 "$PREFIX/.codec_test.wav" "$PREFIX/.codec_test.mp3" \
@@ -125,7 +143,7 @@ case " $progs " in *" lame "*)
     "$PREFIX/.codec_back.wav" || fail "opusdec did not decode" ;;
 esac
 rm -f "$PREFIX/.ld_debug" "$PREFIX/.flite_test.wav" "$PREFIX/.festival_test.wav" "$PREFIX/.pico_test.wav" \
-  "$PREFIX"/.codec_*
+  "$PREFIX"/.codec_* "$PREFIX"/.rhvoice_*
 
 echo "unpacked $n packages into $PREFIX; $progs run from there (data: $DATA/espeak-ng-data)."
 echo "Use the wrappers (they set the paths for the unpacked programs only, not for python or torch):"
