@@ -7,7 +7,7 @@
 //     when the model was trained (kEspeakWer, kFliteWer, ..., also in the README). The second edition trains on
 //     five synthesizer families; the espeak-ng set speaks only with held-out voices, the flite, festival, MBROLA
 //     and Pico sets each include one (awb, ked_diphone, mb-us3, en-GB) beside trained voices, and their
-//     per-voice WERs are printed.
+//     per-voice WERs are printed. The RHVoice set (a sixth family; alan held out) is measured the same way.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -30,12 +30,14 @@ constexpr double kFliteWer = 0.1808;
 constexpr double kFestivalWer = 0.1671;
 constexpr double kMbrolaWer = 0.1694;
 constexpr double kPicoWer = 0.2871;
+constexpr double kRhvoiceWer = 0.2212;
 // With the bundled LM, at the weights chosen on the validation set (tools/lm/README.md).
 constexpr double kEspeakBeamLmWer = 0.0612;
 constexpr double kFliteBeamLmWer = 0.1423;
 constexpr double kFestivalBeamLmWer = 0.1459;
 constexpr double kMbrolaBeamLmWer = 0.1600;
 constexpr double kPicoBeamLmWer = 0.2565;
+constexpr double kRhvoiceBeamLmWer = 0.1388;
 constexpr const char* kBeamLmArgs = " --lm ";  // its default weights are the chosen ones: alpha 0.4, beta 0.6
 
 struct SetResult {
@@ -136,12 +138,17 @@ TEST(BundledModel, FestivalTestSetWerAndReferenceTranscripts) {
 // MBROLA's held-out voice is mb-us3 (American male), Pico's en-GB.
 TEST(BundledModel, MbrolaTestSetWerAndReferenceTranscripts) { expect_set_within_bar("mbrola", 350, kMbrolaWer); }
 TEST(BundledModel, PicoTestSetWerAndReferenceTranscripts) { expect_set_within_bar("pico", 350, kPicoWer); }
+// RHVoice's held-out voice is alan (CMU ARCTIC's awb, the speaker of flite's held-out voice).
+TEST(BundledModel, RhvoiceTestSetWerAndReferenceTranscripts) {
+  expect_set_within_bar("rhvoice", 350, kRhvoiceWer);
+}
 
 TEST(BundledModel, EspeakWithBeamAndLm) { expect_set_within_bar("espeak", 400, kEspeakBeamLmWer, true); }
 TEST(BundledModel, FliteWithBeamAndLm) { expect_set_within_bar("flite", 200, kFliteBeamLmWer, true); }
 TEST(BundledModel, FestivalWithBeamAndLm) { expect_set_within_bar("festival", 350, kFestivalBeamLmWer, true); }
 TEST(BundledModel, MbrolaWithBeamAndLm) { expect_set_within_bar("mbrola", 350, kMbrolaBeamLmWer, true); }
 TEST(BundledModel, PicoWithBeamAndLm) { expect_set_within_bar("pico", 350, kPicoBeamLmWer, true); }
+TEST(BundledModel, RhvoiceWithBeamAndLm) { expect_set_within_bar("rhvoice", 350, kRhvoiceBeamLmWer, true); }
 
 }  // namespace
 }  // namespace steno::testing

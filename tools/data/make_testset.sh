@@ -1,9 +1,9 @@
 #!/bin/sh
-# Regenerate the committed test set tests/data/testset/{espeak,flite,festival,mbrola,pico} (see its README.md).
-# Needs espeak-ng, flite, festival with its three English voices, mbrola with its four English voices, pico2wave,
-# and flac (Debian: apt-get install espeak-ng flite flac festival festvox-kallpc16k festvox-kdlpc16k
-# festvox-us-slt-hts; from contrib and non-free: mbrola mbrola-us1 mbrola-us2 mbrola-us3 mbrola-en1
-# libttspico-utils) and the corpus of build_corpus.py.
+# Regenerate the committed test set tests/data/testset/{espeak,flite,festival,mbrola,pico,rhvoice} (see its
+# README.md). Needs espeak-ng, flite, festival with its three English voices, mbrola with its four English voices,
+# pico2wave, RHVoice with its English voices, and flac (Debian: apt-get install espeak-ng flite flac festival
+# festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts; from contrib and non-free: mbrola mbrola-us1 mbrola-us2
+# mbrola-us3 mbrola-en1 libttspico-utils rhvoice rhvoice-english) and the corpus of build_corpus.py.
 #
 #   tools/data/make_testset.sh [CORPUS]        # default build-data/corpus.txt
 #
@@ -19,7 +19,7 @@ COUNT=${TESTSET_COUNT:-80}
 PY=${PYTHON:-/usr/bin/python3}
 COMMON="--corpus $CORPUS --seed ${TESTSET_SEED:-1} --format flac --in-vocab --min-words 3 --balance-sources
         --sources fortune,wn-ex,wn-def,gen --jobs 2"
-SETS="espeak flite festival mbrola pico"
+SETS="espeak flite festival mbrola pico rhvoice"
 for set in $SETS; do rm -rf "${DEST:?}/$set"; done
 $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split test --count "$COUNT" --max-words 7 --out "$DEST/espeak"
 $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split flite-test --count "$COUNT" --min-words 2 --max-words 4 \
@@ -28,6 +28,8 @@ $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split festival-test --count "$C
   --out "$DEST/festival"
 $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split mbrola-test --count "$COUNT" --max-words 7 --out "$DEST/mbrola"
 $PY "$ROOT/tools/data/make_dataset.py" $COMMON --split pico-test --count "$COUNT" --max-words 7 --out "$DEST/pico"
+$PY "$ROOT/tools/data/make_dataset.py" $COMMON --split rhvoice-test --count "$COUNT" --max-words 7 \
+  --out "$DEST/rhvoice"
 for set in $SETS; do du -sb "$DEST/$set/audio"; done
 [ -z "${TESTSET_DEST:-}" ] || exit 0
 # The PyTorch reference's transcripts with the bundled model, which tests/engine/bundled_model_test.cc holds the

@@ -3,8 +3,9 @@
 # call carries the tree plus the ignored paths it names in at most 64 MiB; the synthesizers' .debs (40 MB), the
 # corpus (1.5 MB xz) and the bundled model (15 MB) leave ~8 MB for the rest, so the test data, fuzz corpora, bench
 # results and the other models (none of which a training call reads) go out of the tree for the call. MBROLA's and
-# Pico's .debs-voices (21 MB) do not fit beside .debs: a call that needs both stages .debs on the machine first
-# (tools/train/README.md, stage 6), so `out` prints each carried piece's size.
+# Pico's .debs-voices (21 MB) and RHVoice's .debs-rhvoice (36 MB) do not fit beside .debs: a call that needs them
+# stages .debs on the machine first (tools/train/README.md, stages 6 and 8), so `out` prints each carried piece's
+# size.
 #
 #   tools/train/carry_slim.sh out [PLACE]     # moves them to PLACE (default ../steno-carry-aside), prints the size
 #   tools/train/carry_slim.sh out-gpu [PLACE] # for a call with the GPU package (scripts/package-gpu.sh, ~31 MB):
@@ -44,7 +45,7 @@ case ${1:-} in
       mv -T "$p" "$place/$p"
     done
     tree_kb=$(du -sk --exclude=.git --exclude='build*' --exclude='.debs*' --exclude=gpu-pkg . | cut -f1)
-    carried=(.debs .debs-voices build-data/corpus.txt.xz)
+    carried=(.debs .debs-voices .debs-rhvoice build-data/corpus.txt.xz)
     [ "$1" != out ] && carried=(gpu-pkg)
     sizes=$(for c in "${carried[@]}"; do [ -e "$c" ] && echo "$c $(( $(du -sk "$c" | cut -f1) / 1024 )) MB"; done |
             paste -sd, - | sed 's/,/, /g')
