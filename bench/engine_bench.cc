@@ -1,6 +1,6 @@
 // End-to-end CPU speed of the engine on 10 s of speech: features, encoder, TDT decoding and the whole
 // transcription, as RTFx (audio seconds per wall second), for
-//   - the bundled model (models/steno-tdt-small-en, 7.4 M parameters),
+//   - the bundled model (models/steno-tdt-small-en, 8.9 M parameters),
 //   - the golden config: nemo-tiny (tests/data/nemo-tiny converted by the test fixture, or $STENO_BENCH_TINY), and
 //   - the Parakeet-TDT-0.6B shapes: random weights written once by `write_random_model` from
 //     configs/parakeet-tdt-0.6b-v2.json into the build tree (or $STENO_BENCH_06B), bf16 on disk, fp32 in memory.

@@ -2,7 +2,8 @@
 // (tests/data/diar-testset: voices never heard in training), as a user runs it: `steno diarize` scored by steno's
 // DER scorer (collar 0.25 s, overlap scored), and `steno transcribe --diarize` with the bundled ASR model scored
 // by cpWER (speaker-attributed WER) beside the plain WER. The figures are printed as measured; DER is held to
-// within one point of the figure in the closing note of the diarization issue, cpWER within two.
+// within one point of the figure in the closing note of the diarization issue, cpWER within two of the figure
+// measured with the bundled ASR model committed beside it (docs/diarization.md).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -21,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr double kDerPercent = 5.78;    // steno der --collar 0.25 on the ten conversations (the closing note)
-constexpr double kCpWerPercent = 25.99;  // steno transcribe --diarize, scored here (the closing note)
+constexpr double kCpWerPercent = 25.45;  // steno transcribe --diarize, scored here
 
 const fs::path kSet = fs::path(STENO_TEST_DATA) / "diar-testset";
 

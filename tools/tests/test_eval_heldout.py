@@ -59,7 +59,7 @@ class ScoringTest(unittest.TestCase):
     def test_held_out_voices_are_the_whole_espeak_set_and_each_synthesizers_kept_voice(self):
         self.assertEqual(eval_heldout.HELD_OUT, {"espeak": [""], "flite": ["flite:awb"],
                                                  "festival": ["festival:ked_diphone"], "mbrola": ["mbrola:mb-us3"],
-                                                 "pico": ["pico:en-GB"]})
+                                                 "pico": ["pico:en-GB"], "rhvoice": ["rhvoice:alan"]})
         tally = {}
         for name, ref, hyp, voice in (("espeak", "a b", "a c", "espeak:en+m3"), ("flite", "a b c", "a", "flite:awb"),
                                       ("flite", "a b", "x y", "flite:kal"), ("pico", "a", "a", "pico:en-US")):

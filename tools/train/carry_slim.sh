@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make the working tree small enough for a training call on the GPU machine, and whole again afterwards. A `run`
 # call carries the tree plus the ignored paths it names in at most 64 MiB; the synthesizers' .debs (40 MB), the
-# corpus (1.5 MB xz) and the bundled model (15 MB) leave ~8 MB for the rest, so the test data, fuzz corpora, bench
+# corpus (1.5 MB xz) and the bundled model (18 MB) leave ~5 MB for the rest, so the test data, fuzz corpora, bench
 # results and the other models (none of which a training call reads) go out of the tree for the call. MBROLA's and
 # Pico's .debs-voices (21 MB) and RHVoice's .debs-rhvoice (36 MB) do not fit beside .debs: a call that needs them
 # stages .debs on the machine first (tools/train/README.md, stages 6 and 8), so `out` prints each carried piece's

@@ -58,8 +58,19 @@ TEST(ServeCli, RefusesUnsafeOrInvalidSettings) {
   EXPECT_NE(out.find("lm needs decoding beam"), std::string::npos) << out;
 }
 
+// The test set's reference transcript of one clip (tools/transcribe_ref.py's TSV: audio_filepath, tab, text), which
+// tests/engine/bundled_model_test.cc holds `steno transcribe` to; "" when the clip is not there.
+std::string reference_transcript(const fs::path& tsv, const std::string& clip) {
+  std::ifstream in(tsv);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(clip + "\t", 0) == 0) return line.substr(clip.size() + 1);
+  }
+  return "";
+}
+
 // `steno serve --lm`: lanes and worker processes decode with beam search and the bundled LM, as `steno transcribe
-// --lm` does (the clip is one whose transcript the LM changes: greedy decoding gives "being allowed or imlovate").
+// --lm` does. The clip is one whose transcript the LM changes, so that greedy decoding cannot pass.
 class ServeBeam : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ServeBeam, BeamSearchWithTheBundledLmAsTranscribeDoes) {
@@ -68,11 +79,16 @@ TEST_P(ServeBeam, BeamSearchWithTheBundledLmAsTranscribeDoes) {
   const std::string lm = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en/lm.arpa.gz";
   const int port = start_serve(dir, std::string("--port 0 --share ") + GetParam() + " --lm " + lm);
   ASSERT_GT(port, 0) << slurp(dir / "log");
-  const std::string clip =
-      (fs::path(STENO_TEST_DATA) / "testset/festival/audio/festival-test-0000002.flac").string();
-  const CurlResult r = curl(static_cast<uint16_t>(port), "/v1/audio/transcriptions", "-F 'file=@" + clip + "'");
+  const fs::path set = fs::path(STENO_TEST_DATA) / "testset/festival";
+  const std::string clip = "audio/festival-test-0000002.flac";
+  const std::string beam = reference_transcript(set / "reference_beam_lm_transcripts.tsv", clip);
+  const std::string greedy = reference_transcript(set / "reference_transcripts.tsv", clip);
+  ASSERT_FALSE(beam.empty());
+  ASSERT_NE(beam, greedy) << "pick a clip whose transcript the LM changes";
+  const CurlResult r =
+      curl(static_cast<uint16_t>(port), "/v1/audio/transcriptions", "-F 'file=@" + (set / clip).string() + "'");
   EXPECT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(nlohmann::json::parse(r.body, nullptr, false)["text"], "being allowed or in love with") << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body, nullptr, false)["text"], beam) << r.body;
   kill(std::stoi(slurp(dir / "pid")), SIGTERM);
   for (int i = 0; i < 200 && slurp(dir / "rc").empty(); ++i) std::this_thread::sleep_for(50ms);
   fs::remove_all(dir);
