@@ -56,6 +56,18 @@ class ScoringTest(unittest.TestCase):
             self.assertEqual(len(sets["flite"]), 1)  # no test manifest for flite: nothing to leave out
             self.assertEqual(len(eval_heldout.load_sets(val, "")["espeak"]), 3)
 
+    def test_several_validation_sets_join_set_by_set(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a, b, test = (os.path.join(tmp, n) for n in ("a", "b", "test"))
+            write_set(a, "espeak", [("one two", "espeak:en")])
+            write_set(b, "espeak", [("three", "espeak:en"), ("four five", "espeak:en-us")])
+            write_set(b, "rhvoice", [("six", "rhvoice:alan")])
+            write_set(test, "espeak", [("four five", "espeak:en-us")])
+            sets = eval_heldout.load_all_sets([a, b], test)
+            self.assertEqual(list(sets), ["espeak", "rhvoice"])
+            self.assertEqual([c[1] for c in sets["espeak"]], ["one two", "three"])  # the test's sentence left out
+            self.assertEqual([c[1] for c in sets["rhvoice"]], ["six"])
+
     def test_held_out_voices_are_the_whole_espeak_set_and_each_synthesizers_kept_voice(self):
         self.assertEqual(eval_heldout.HELD_OUT, {"espeak": [""], "flite": ["flite:awb"],
                                                  "festival": ["festival:ked_diphone"], "mbrola": ["mbrola:mb-us3"],

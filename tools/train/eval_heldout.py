@@ -5,7 +5,7 @@ validation set made like the test set (tools/data/make_testset.sh with TESTSET_D
 the committed test set is not what the choice is made on.
 
   /usr/bin/python3 tools/train/eval_heldout.py [--steno build/apps/steno/steno] \\
-      [--exclude-sentences-of tests/data/testset] SETS_DIR MODEL_DIR...
+      [--exclude-sentences-of tests/data/testset] [--and-sets SETS_DIR2] SETS_DIR MODEL_DIR...
 
 SETS_DIR holds one folder per set (espeak, flite, festival), each with manifest.jsonl. Clips whose sentence is in
 the same set of --exclude-sentences-of are left out (a validation set drawn from the test set's sentence split
@@ -127,11 +127,23 @@ def load_sets(sets_dir, exclude_dir):
     return sets
 
 
+def load_all_sets(sets_dirs, exclude_dir):
+    """load_sets of every folder, the clips of same-named sets joined (in the folders' order)."""
+    sets = {}
+    for d in sets_dirs:
+        for name, clips in load_sets(d, exclude_dir).items():
+            sets.setdefault(name, []).extend(clips)
+    return dict(sorted(sets.items()))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("sets_dir")
     ap.add_argument("models", nargs="+")
+    ap.add_argument("--and-sets", action="append", default=[], metavar="DIR",
+                    help="another folder of sets (repeatable): its clips join the sets of the same name, so that one "
+                         "report covers several validation sets")
     ap.add_argument("--steno", default=os.path.join(ROOT, "build", "apps", "steno", "steno"))
     ap.add_argument("--exclude-sentences-of", default=os.path.join(ROOT, "tests", "data", "testset"),
                     metavar="DIR", help="leave out clips whose sentence is in this set's manifests ('' for none)")
@@ -140,7 +152,7 @@ def main(argv=None):
                     help='more `steno transcribe` arguments, e.g. "--lm LM.arpa.gz --beam-size 8"')
     ap.add_argument("--texts", metavar="FILE", help="also write every clip's transcript (TSV: path, text)")
     args = ap.parse_args(argv)
-    sets = load_sets(args.sets_dir, args.exclude_sentences_of)
+    sets = load_all_sets([args.sets_dir] + args.and_sets, args.exclude_sentences_of)
     if not sets:
         sys.exit(f"eval_heldout: no set with a manifest.jsonl in {args.sets_dir}")
     for name, clips in sets.items():
