@@ -13,9 +13,9 @@
 # SHA256SUMS.voices, so both sets can lie in one folder for unpack_synth_debs.sh. Their licences: the mbrola program
 # is AGPL-3; the MBROLA voices are free for non-commercial, non-military use (the models trained on them are ours
 # to ship, the voices are not shipped); Pico's lingware is Apache-2.0 without its sources (hence non-free).
-# --rhvoice: RHVoice with its six English voices (rhvoice, rhvoice-english: non-free, ~34 MB, a call's carry of its
-# own; SHA256SUMS.rhvoice). The program and the CMU ARCTIC voices (alan, bdl, clb, slt) are LGPL-2.1+, evgeniy-eng and
-# lyubov CC BY-NC-ND 4.0 (as with MBROLA: heard in training, never shipped).
+# --rhvoice: RHVoice with its six English voices (rhvoice, rhvoice-english: non-free, 36 MB, a call's carry of its
+# own; SHA256SUMS.rhvoice). The program and the CMU ARCTIC voices (alan, bdl, clb, slt) are LGPL-2.1+,
+# evgeniy-eng and lyubov CC BY-NC-ND 4.0 (as with MBROLA: heard in training, never shipped).
 #
 # The dependency closure comes from apt-cache; glibc and the compiler runtime (libc6, libgcc-s1, gcc-12-base)
 # are left out on purpose: the target's own, newer ones must be used (a bookworm libc on LD_LIBRARY_PATH would
@@ -27,6 +27,7 @@
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 APT=
+PKGS=
 SUMS=SHA256SUMS
 if [ "${1:-}" = --voices ] || [ "${1:-}" = --rhvoice ]; then
   if [ "$1" = --voices ]; then

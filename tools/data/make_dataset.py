@@ -25,7 +25,8 @@ Hz at 8 kHz, half of them mu-law), or an MP3 or Opus encode and decode (lame, op
 --voice-aug (train) makes more voices of the few the synthesizers have: 70 % of the clips of a voice that takes
 an intonation target (flite kal, kal16, slt; festival kal_diphone) get a mean pitch of 75-240 Hz (Pico's and
 RHVoice's clips a pitch of 70-150 % of the voice's own), and 80 % of all clips a speed perturbation of 0.85-1.18
-(formants and pitch scaled together, as a longer or shorter vocal tract), and 40 % of the espeak-ng clips a synthetic accent (a training base voice with phoneme shifts and formant scales).
+(formants and pitch scaled together, as a longer or shorter vocal tract), and 40 % of the espeak-ng clips a
+synthetic accent (a training base voice with phoneme shifts and formant scales).
 
 Everything an utterance gets (sentence, voice, rate, pitch, augmentation) is drawn from a generator seeded by
 (seed, split, index), so utterance i is the same whatever --jobs is and whether the run was resumed. A run writes
@@ -765,7 +766,8 @@ def main():
                     help="train: telephone band, MP3 and Opus round trips for a share of the clips (lame, opus-tools)")
     ap.add_argument("--voice-aug", action="store_true",
                     help="train: more voices from few: intonation targets for the flite and festival voices that "
-                         "take one, Pico's and RHVoice's pitch, a wider speed perturbation (vocal tract length), synthetic espeak-ng accents")
+                         "take one, Pico's and RHVoice's pitch, a wider speed perturbation (vocal tract length), "
+                         "synthetic espeak-ng accents")
     args = ap.parse_args()
     try:
         mix = parse_mix(args.mix)

@@ -127,8 +127,7 @@ case " $progs " in *" RHVoice-test "*)
       -o "$PREFIX/.rhvoice_$voice.wav" || fail "RHVoice-test $voice did not run"
     [ "$(head -c 4 "$PREFIX/.rhvoice_$voice.wav")" = "RIFF" ] || fail "RHVoice-test $voice wrote no WAV"
   done
-  [ "$(cat "$PREFIX"/.rhvoice_*.wav | wc -c)" -gt 0 ] && \
-    [ "$(md5sum "$PREFIX"/.rhvoice_*.wav | cut -d' ' -f1 | sort -u | wc -l)" -eq 6 ] || \
+  [ "$(md5sum "$PREFIX"/.rhvoice_*.wav | cut -d' ' -f1 | sort -u | wc -l)" -eq 6 ] || \
     fail "RHVoice's six English voices do not all sound different (a voice is missing)" ;;
 esac
 case " $progs " in *" lame "*)
