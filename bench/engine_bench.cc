@@ -101,15 +101,17 @@ void set_rtfx(benchmark::State& state) {
 
 enum class Stage { kFeatures, kEncoder, kDecoder, kEndToEnd, kBeamDecoder, kBeamLmDecoder, kEndToEndBeamLm };
 
-// The bundled model's beam settings: beam 8 alone, or with its token LM at the default weights (tdt_beam.h).
-asr::BeamOptions beam_options(bool with_lm) {
+// The bundled model's beam settings: `beam` hypotheses alone, or with its token LM at the default weights
+// (tdt_beam.h).
+asr::BeamOptions beam_options(bool with_lm, int beam) {
   asr::DecodingRequest request;
   request.decoding = "beam";
+  request.beam_size = beam;
   if (with_lm) request.lm = (fs::path(STENO_SOURCE_DIR) / "models/steno-tdt-small-en/lm.arpa.gz").string();
   return *request.resolve(engine("bundled").config.decoder.vocab_size);
 }
 
-void run(benchmark::State& state, const char* model, Stage stage) {
+void run(benchmark::State& state, const char* model, Stage stage, int beam_size = 8) {
   const Engine& e = engine(model);
   ops::Context ctx = make_context(state, model);
   const std::vector<std::span<const float>> clip = {speech_10s()};
@@ -117,7 +119,7 @@ void run(benchmark::State& state, const char* model, Stage stage) {
   const asr::EncoderOutput enc = e.encoder->forward(ctx, feats.values, feats.lengths);
   asr::DecodeStats stats;
   const bool beam = stage == Stage::kBeamDecoder || stage == Stage::kBeamLmDecoder || stage == Stage::kEndToEndBeamLm;
-  const asr::BeamOptions beam_opts = beam ? beam_options(stage != Stage::kBeamDecoder) : asr::BeamOptions{};
+  const asr::BeamOptions beam_opts = beam ? beam_options(stage != Stage::kBeamDecoder, beam_size) : asr::BeamOptions{};
   const asr::TdtDecoder::Parameters params = e.decoder->parameters();
   for (auto _ : state) {
     switch (stage) {
@@ -193,6 +195,14 @@ void BM_Bundled_Decoder(benchmark::State& s) { run(s, "bundled", Stage::kDecoder
 void BM_Bundled_BeamDecoder(benchmark::State& s) { run(s, "bundled", Stage::kBeamDecoder); }
 void BM_Bundled_BeamLmDecoder(benchmark::State& s) { run(s, "bundled", Stage::kBeamLmDecoder); }
 void BM_Bundled_EndToEndBeamLm(benchmark::State& s) { run(s, "bundled", Stage::kEndToEndBeamLm); }
+// What the beam size costs end to end (oneDNN, 2 threads): which sizes keep LM decoding above the RTFx 250.
+void BM_Bundled_EndToEndBeamLmSizes(benchmark::State& s) {
+  run(s, "bundled", Stage::kEndToEndBeamLm, static_cast<int>(s.range(2)));
+}
+void beam_size_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"gemm", "threads", "beam"})->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (int beam : {2, 4, 6, 8}) b->Args({0, 2, beam});
+}
 void BM_P06B_Features(benchmark::State& s) { run(s, "0.6b", Stage::kFeatures); }
 void BM_P06B_Encoder(benchmark::State& s) { run(s, "0.6b", Stage::kEncoder); }
 void BM_P06B_Decoder(benchmark::State& s) { run(s, "0.6b", Stage::kDecoder); }
@@ -207,6 +217,7 @@ BENCHMARK(BM_Bundled_Decoder)->Apply(args);
 BENCHMARK(BM_Bundled_BeamDecoder)->Apply(args);
 BENCHMARK(BM_Bundled_BeamLmDecoder)->Apply(args);
 BENCHMARK(BM_Bundled_EndToEndBeamLm)->Apply(args);
+BENCHMARK(BM_Bundled_EndToEndBeamLmSizes)->Apply(beam_size_args);
 BENCHMARK(BM_Bundled_FeaturesNewLengths)->Apply(args);
 BENCHMARK(BM_Bundled_EndToEndNewLengths)->Apply(args);
 BENCHMARK(BM_P06B_Features)->Apply(args);
