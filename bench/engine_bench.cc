@@ -120,7 +120,7 @@ void run(benchmark::State& state, const char* model, Stage stage, int beam_size 
   asr::DecodeStats stats;
   const bool beam = stage == Stage::kBeamDecoder || stage == Stage::kBeamLmDecoder || stage == Stage::kEndToEndBeamLm;
   const asr::BeamOptions beam_opts = beam ? beam_options(stage != Stage::kBeamDecoder, beam_size) : asr::BeamOptions{};
-  const asr::TdtDecoder::Parameters params = e.decoder->parameters();
+  const asr::TdtDecoder::Parameters params = e.decoder->parameters(ctx);
   for (auto _ : state) {
     switch (stage) {
       case Stage::kFeatures: benchmark::DoNotOptimize(e.features->compute(ctx, clip)); break;

@@ -279,9 +279,13 @@ class ClipSearch {
                                                      const std::vector<int>& tokens) {
     const int64_t m = static_cast<int64_t>(tokens.size()), in = p_.embed.dim(1);
     const size_t layers = p_.w_ih.size();
-    Tensor x = Tensor::empty({m, in});
+    // The first layer's input product is looked up where the decoder made the table (tdt_decoder.h), else computed.
+    const bool table = p_.input_gates.defined();
+    const int64_t x_cols = table ? p_.input_gates.dim(1) : in;
+    const float* x_rows = table ? p_.input_gates.data<float>() : p_.embed.data<float>();
+    Tensor x = Tensor::empty({m, x_cols});
     for (int64_t i = 0; i < m; ++i)
-      std::copy_n(p_.embed.data<float>() + static_cast<int64_t>(tokens[i]) * in, in, x.data<float>() + i * in);
+      std::copy_n(x_rows + static_cast<int64_t>(tokens[i]) * x_cols, x_cols, x.data<float>() + i * x_cols);
     std::vector<std::shared_ptr<PredState>> next(static_cast<size_t>(m));
     for (auto& n : next) n = std::make_shared<PredState>();
     for (size_t l = 0; l < layers; ++l) {
@@ -292,7 +296,10 @@ class ClipSearch {
           std::copy(f->h[l].begin(), f->h[l].end(), h.data<float>() + i * hidden);
           std::copy(f->c[l].begin(), f->c[l].end(), c.data<float>() + i * hidden);
         }
-      ops::lstm_cell(ctx_, x, h, c, p_.w_ih[l], p_.w_hh[l], p_.b_ih[l], p_.b_hh[l], h, c);
+      if (l == 0 && table)
+        ops::lstm_cell_projected(ctx_, x, h, c, p_.w_hh[0], h, c);
+      else
+        ops::lstm_cell(ctx_, x, h, c, p_.w_ih[l], p_.w_hh[l], p_.b_ih[l], p_.b_hh[l], h, c);
       for (int64_t i = 0; i < m; ++i) {
         next[static_cast<size_t>(i)]->h.emplace_back(h.data<float>() + i * hidden, h.data<float>() + (i + 1) * hidden);
         next[static_cast<size_t>(i)]->c.emplace_back(c.data<float>() + i * hidden, c.data<float>() + (i + 1) * hidden);

@@ -7,6 +7,28 @@
 #include "steno/ops/lstm.h"
 
 namespace steno::asr {
+namespace {
+
+// Parameters::input_gates: for every token, what lstm_cell adds up before h·w_hhᵀ (the biases, then the embedding's
+// product, in that order), so that a step that looks a row up computes the same sum.
+Tensor first_layer_input_gates(ops::Context& ctx, const Tensor& embed, const Tensor& w_ih, const Tensor& b_ih,
+                               const Tensor& b_hh) {
+  STENO_CHECK(embed.rank() == 2 && w_ih.rank() == 2 && w_ih.dim(1) == embed.dim(1) &&
+                  (!b_ih.defined() || b_ih.numel() == w_ih.dim(0)) && (!b_hh.defined() || b_hh.numel() == w_ih.dim(0)),
+              "TDT decoder: the prediction network's embedding {} does not fit its first LSTM layer {}",
+              shape_str(embed.shape()), shape_str(w_ih.shape()));
+  const int64_t rows = embed.dim(0), in = embed.dim(1), n4 = w_ih.dim(0);
+  Tensor z = Tensor::zeros({rows, n4});
+  float* zp = z.data<float>();
+  for (int64_t j = 0; j < n4; ++j) {
+    const float bias = (b_ih.defined() ? b_ih.data<float>()[j] : 0.0f) + (b_hh.defined() ? b_hh.data<float>()[j] : 0.0f);
+    for (int64_t r = 0; r < rows; ++r) zp[r * n4 + j] = bias;
+  }
+  ops::gemm_raw(ctx, false, true, rows, n4, in, 1.0f, embed.data<float>(), in, w_ih.data<float>(), in, 1.0f, zp, n4);
+  return z;
+}
+
+}  // namespace
 
 TdtDecoder::TdtDecoder(const ModelConfig& config, const WeightStore& w)
     : vocab_size_(config.decoder.vocab_size),
@@ -75,6 +97,19 @@ TdtDecoder::Parameters TdtDecoder::parameters() const {
           out_w_, out_b_};
 }
 
+TdtDecoder::Parameters TdtDecoder::parameters(ops::Context& ctx) const {
+  Parameters p = parameters();
+  p.input_gates = input_gates(ctx);
+  return p;
+}
+
+const Tensor& TdtDecoder::input_gates(ops::Context& ctx) const {
+  STENO_CHECK(ctx.device().is_cpu(), "TDT decoder: decodes on the CPU (the CUDA decoder is CudaTdtDecoder)");
+  std::call_once(input_gates_->once,
+                 [&] { input_gates_->table = first_layer_input_gates(ctx, embed_, w_ih_[0], b_ih_[0], b_hh_[0]); });
+  return input_gates_->table;
+}
+
 namespace {
 
 // Gathers rows `idx` of src [N, C] into a new [idx.size(), C] tensor.
@@ -107,6 +142,7 @@ std::vector<Hypothesis> TdtDecoder::decode(ops::Context& ctx, const Tensor& enco
   const int n_layers = static_cast<int>(w_ih_.size());
   std::vector<Hypothesis> hyps(static_cast<size_t>(batch));
   if (batch == 0) return hyps;
+  const Tensor& input_gates = this->input_gates(ctx);
 
   // Project the whole encoder output once: [B*T, joint].
   Tensor enc_proj = ctx.scratch({batch, frames, joint});
@@ -123,13 +159,18 @@ std::vector<Hypothesis> TdtDecoder::decode(ops::Context& ctx, const Tensor& enco
   // Runs the prediction network on `labels` for elements `idx`, updating their state and pred_proj.
   auto predict = [&](const std::vector<int64_t>& idx, const std::vector<int>& labels) {
     const int64_t n = static_cast<int64_t>(idx.size());
-    Tensor x = ctx.scratch({n, embed_.dim(1)});
-    for (int64_t i = 0; i < n; ++i)
-      std::copy_n(embed_.data<float>() + static_cast<int64_t>(labels[i]) * embed_.dim(1), embed_.dim(1),
-                  x.data<float>() + i * embed_.dim(1));
+    Tensor x;
     for (int l = 0; l < n_layers; ++l) {
       Tensor hl = gather_rows(ctx, h[l], idx), cl = gather_rows(ctx, c[l], idx);
-      ops::lstm_cell(ctx, x, hl, cl, w_ih_[l], w_hh_[l], b_ih_[l], b_hh_[l], hl, cl);
+      if (l == 0) {
+        Tensor z = ctx.scratch({n, input_gates.dim(1)});
+        for (int64_t i = 0; i < n; ++i)
+          std::copy_n(input_gates.data<float>() + static_cast<int64_t>(labels[i]) * z.dim(1), z.dim(1),
+                      z.data<float>() + i * z.dim(1));
+        ops::lstm_cell_projected(ctx, z, hl, cl, w_hh_[0], hl, cl);
+      } else {
+        ops::lstm_cell(ctx, x, hl, cl, w_ih_[l], w_hh_[l], b_ih_[l], b_hh_[l], hl, cl);
+      }
       scatter_rows(hl, idx, h[l]);
       scatter_rows(cl, idx, c[l]);
       x = hl;

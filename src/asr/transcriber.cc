@@ -141,7 +141,7 @@ std::vector<Transcript> Transcriber::transcribe(const std::vector<std::span<cons
     DecodeStats stats;
     std::vector<Hypothesis> hyps;
     if (beam_) {
-      hyps = beam_decode(host, m.decoder().parameters(), on_host_f32(enc.encoded), enc.lengths, *beam_, &stats);
+      hyps = beam_decode(host, m.decoder().parameters(host), on_host_f32(enc.encoded), enc.lengths, *beam_, &stats);
     } else {
 #if STENO_HAVE_CUDA
       if (const CudaTdtDecoder* gpu = m.cuda_decoder())

@@ -53,6 +53,28 @@ void lstm_cell(Context& ctx, const Tensor& x, const Tensor& h, const Tensor& c, 
   cpu::lstm_cell(ctx, x, h, c, w_ih, w_hh, b_ih, b_hh, h_out, c_out);
 }
 
+void lstm_cell_projected(Context& ctx, Tensor& z, const Tensor& h, const Tensor& c, const Tensor& w_hh, Tensor& h_out,
+                         Tensor& c_out) {
+  const char* op = "lstm_cell_projected";
+  STENO_CHECK(ctx.device().is_cpu(), "lstm_cell_projected runs on the CPU only");
+  check_tensor(op, "z", z, ctx);
+  check_tensor(op, "h", h, ctx);
+  check_tensor(op, "c", c, ctx);
+  check_tensor(op, "w_hh", w_hh, ctx);
+  check_tensor(op, "h_out", h_out, ctx);
+  check_tensor(op, "c_out", c_out, ctx);
+  STENO_CHECK(h.rank() == 2, "lstm_cell_projected: h must be [B, H], got {}", shape_str(h.shape()));
+  const int64_t batch = h.dim(0), hid = h.dim(1);
+  check_shape(op, "z", z, {batch, 4 * hid});
+  check_shape(op, "w_hh", w_hh, {4 * hid, hid});
+  check_shape(op, "c", c, h.shape());
+  check_shape(op, "h_out", h_out, h.shape());
+  check_shape(op, "c_out", c_out, h.shape());
+  STENO_CHECK(batch * hid == 0 || (h_out.raw() != c.raw() && c_out.raw() != h.raw() && h_out.raw() != c_out.raw()),
+              "lstm_cell_projected: h_out and c_out may alias h and c respectively, not each other");
+  cpu::lstm_cell_projected(ctx, z, h, c, w_hh, h_out, c_out);
+}
+
 void lstm_layer(Context& ctx, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                 const Tensor& b_hh, Tensor& h, Tensor& c, Tensor& y) {
   const char* op = "lstm_layer";

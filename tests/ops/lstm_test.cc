@@ -61,6 +61,34 @@ TEST_P(LstmTest, CellMatchesTorch) {
   EXPECT_TRUE(all_close(cc, kLstmCellC, 1e-6f, 1e-5f));
 }
 
+// The input products given (x·w_ihᵀ + b_ih + b_hh, summed here by hand), the step must give torch's cell.
+Tensor input_products(const Tensor& x, const LstmWeights& w) {
+  const int64_t batch = x.dim(0), in = x.dim(1), n4 = w.w_ih.dim(0);
+  Tensor z = Tensor::zeros({batch, n4});
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t j = 0; j < n4; ++j) {
+      double sum = static_cast<double>(w.b_ih.data<float>()[j]) + w.b_hh.data<float>()[j];
+      for (int64_t k = 0; k < in; ++k)
+        sum += static_cast<double>(x.data<float>()[b * in + k]) * w.w_ih.data<float>()[j * in + k];
+      z.data<float>()[b * n4 + j] = static_cast<float>(sum);
+    }
+  return z;
+}
+
+TEST_P(LstmTest, CellFromInputProductsMatchesTorch) {
+  const Tensor x = pat_tensor({2, 3}, 54, 0.125f), h = pat_tensor({2, 2}, 55), c = pat_tensor({2, 2}, 56);
+  Tensor z = input_products(x, w_), h1 = nan_tensor({2, 2}), c1 = nan_tensor({2, 2});
+  lstm_cell_projected(ctx_, z, h, c, w_.w_hh, h1, c1);
+  EXPECT_TRUE(all_close(h1, kLstmCellH, 1e-6f, 1e-5f));
+  EXPECT_TRUE(all_close(c1, kLstmCellC, 1e-6f, 1e-5f));
+  // In place, as the decoders step.
+  Tensor hh = h.clone(), cc = c.clone();
+  z = input_products(x, w_);
+  lstm_cell_projected(ctx_, z, hh, cc, w_.w_hh, hh, cc);
+  EXPECT_TRUE(all_close(hh, kLstmCellH, 1e-6f, 1e-5f));
+  EXPECT_TRUE(all_close(cc, kLstmCellC, 1e-6f, 1e-5f));
+}
+
 TEST_P(LstmTest, LayerMatchesTorch) {
   const Tensor xs = pat_tensor({4, 2, 3}, 57, 0.125f);
   Tensor h = pat_tensor({2, 2}, 55), c = pat_tensor({2, 2}, 56), y = nan_tensor({4, 2, 2});
@@ -105,6 +133,11 @@ TEST(Lstm, Errors) {
   Tensor c3 = Tensor::zeros({3, 2});
   EXPECT_THROW(lstm_cell(ctx, x, h, c3, w.w_ih, w.w_hh, w.b_ih, w.b_hh, h, c3), Error);               // c batch
   EXPECT_THROW(lstm_cell(ctx, x, h, c, w.w_ih, w.w_hh, w.b_ih, w.b_hh, c, h), Error);                 // crossed
+  Tensor z = Tensor::zeros({2, 8}), z_bad = Tensor::zeros({2, 6});
+  EXPECT_THROW(lstm_cell_projected(ctx, z_bad, h, c, w.w_hh, h, c), Error);                           // z 4H
+  EXPECT_THROW(lstm_cell_projected(ctx, z, h, c, pat_tensor({8, 3}, 1), h, c), Error);                // w_hh H
+  EXPECT_THROW(lstm_cell_projected(ctx, z, h, c3, w.w_hh, h, c3), Error);                             // c batch
+  EXPECT_THROW(lstm_cell_projected(ctx, z, h, c, w.w_hh, c, h), Error);                               // crossed
   Tensor y = Tensor::zeros({4, 2, 2});
   EXPECT_THROW(lstm_layer(ctx, x, w.w_ih, w.w_hh, w.b_ih, w.b_hh, h, c, y), Error);                   // x rank
   Tensor y_bad = Tensor::zeros({4, 2, 3});

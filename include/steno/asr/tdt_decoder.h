@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "steno/asr/model_config.h"
@@ -49,8 +51,14 @@ class TdtDecoder {
     Tensor enc_w, enc_b;                         // [J, d_model], [J]
     Tensor pred_w, pred_b;                       // [J, H], [J]
     Tensor out_w, out_b;                         // [V+1+durations, J], [V+1+durations]
+    // [V+1, 4H]: the first LSTM layer's input projections of every token, embed·w_ih[0]ᵀ + b_ih[0] + b_hh[0]
+    // (parameters(ctx) fills it; a decoder made from Parameters makes its own). Undefined, a step computes that
+    // product as it goes; defined, it looks a row up: about half a step's work.
+    Tensor input_gates;
   };
   Parameters parameters() const;
+  // The same with input_gates, computed once per decoder with ctx's GEMM library (CPU) and kept.
+  Parameters parameters(ops::Context& ctx) const;
 
   // A decoder over `p` (f32 CPU tensors, shared, not copied): another decoder's parameters() with some of them
   // replaced, e.g. the joint's output biases that `steno model random --token-rate` tunes (random_model.h).
@@ -62,6 +70,14 @@ class TdtDecoder {
   Tensor embed_;                                 // [V+1, P]; row V (blank) is the zero SOS input
   std::vector<Tensor> w_ih_, w_hh_, b_ih_, b_hh_;  // per LSTM layer
   Tensor enc_w_, enc_b_, pred_w_, pred_b_, out_w_, out_b_;
+  // Parameters::input_gates, made at the first decode (with its context's GEMM library, so that a process that
+  // uses one library does not load the other) and shared by the lanes that share this decoder.
+  struct InputGates {
+    std::once_flag once;
+    Tensor table;
+  };
+  std::shared_ptr<InputGates> input_gates_ = std::make_shared<InputGates>();
+  const Tensor& input_gates(ops::Context& ctx) const;
 };
 
 }  // namespace steno::asr

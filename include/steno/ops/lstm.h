@@ -12,6 +12,13 @@ namespace steno::ops {
 void lstm_cell(Context& ctx, const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
                const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh, Tensor& h_out, Tensor& c_out);
 
+// One step whose input projections are given: z [B, 4H] = x·w_ihᵀ + b_ih + b_hh, e.g. gathered from a table of
+// every token's (a prediction network's first layer sees only embeddings, so that product is known in advance).
+// Then as lstm_cell: z + h·w_hhᵀ, the gates, h_out and c_out [B, H] (which may alias h and c). CPU only: z is
+// overwritten.
+void lstm_cell_projected(Context& ctx, Tensor& z, const Tensor& h, const Tensor& c, const Tensor& w_hh, Tensor& h_out,
+                         Tensor& c_out);
+
 // A whole sequence through one layer: x [T, B, In], y [T, B, H]; h and c [B, H] hold the initial state on entry
 // and the final state on return.
 void lstm_layer(Context& ctx, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,

@@ -73,6 +73,8 @@ void self_attention(Context& ctx, const Tensor& q, const Tensor& k, const Tensor
 // ---- lstm_cpu.cc ----
 void lstm_cell(Context& ctx, const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w_ih,
                const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh, Tensor& h_out, Tensor& c_out);
+void lstm_cell_projected(Context& ctx, Tensor& z, const Tensor& h, const Tensor& c, const Tensor& w_hh, Tensor& h_out,
+                         Tensor& c_out);
 void lstm_layer(Context& ctx, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                 const Tensor& b_hh, Tensor& h, Tensor& c, Tensor& y);
 

@@ -59,6 +59,17 @@ void lstm_cell(Context& ctx, const Tensor& x, const Tensor& h, const Tensor& c, 
   for (int64_t b = 0; b < batch; ++b) lstm_gates(zp + b * n4, cp + b * hid, cop + b * hid, hop + b * hid, hid);
 }
 
+void lstm_cell_projected(Context& ctx, Tensor& z, const Tensor& h, const Tensor& c, const Tensor& w_hh, Tensor& h_out,
+                         Tensor& c_out) {
+  const int64_t batch = h.dim(0), hid = h.dim(1), n4 = 4 * hid;
+  float* zp = z.data<float>();
+  cpu::gemm_raw(ctx, false, true, batch, n4, hid, 1.0f, h.data<float>(), hid, w_hh.data<float>(), hid, 1.0f, zp, n4);
+  const float* cp = c.data<float>();
+  float* cop = c_out.data<float>();
+  float* hop = h_out.data<float>();
+  for (int64_t b = 0; b < batch; ++b) lstm_gates(zp + b * n4, cp + b * hid, cop + b * hid, hop + b * hid, hid);
+}
+
 void lstm_layer(Context& ctx, const Tensor& x, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
                 const Tensor& b_hh, Tensor& h, Tensor& c, Tensor& y) {
   const int64_t steps = x.dim(0), batch = x.dim(1), in = x.dim(2), hid = h.dim(1), n4 = 4 * hid;
