@@ -52,11 +52,7 @@ void lstm_cell(Context& ctx, const Tensor& x, const Tensor& h, const Tensor& c, 
   const float beta = fill_bias(ctx, zp, batch, n4, b_ih, b_hh);
   cpu::gemm_raw(ctx, false, true, batch, n4, in, 1.0f, x.data<float>(), std::max<int64_t>(in, 1), w_ih.data<float>(),
            std::max<int64_t>(in, 1), beta, zp, n4);
-  cpu::gemm_raw(ctx, false, true, batch, n4, hid, 1.0f, h.data<float>(), hid, w_hh.data<float>(), hid, 1.0f, zp, n4);
-  const float* cp = c.data<float>();
-  float* cop = c_out.data<float>();
-  float* hop = h_out.data<float>();
-  for (int64_t b = 0; b < batch; ++b) lstm_gates(zp + b * n4, cp + b * hid, cop + b * hid, hop + b * hid, hid);
+  lstm_cell_projected(ctx, z, h, c, w_hh, h_out, c_out);
 }
 
 void lstm_cell_projected(Context& ctx, Tensor& z, const Tensor& h, const Tensor& c, const Tensor& w_hh, Tensor& h_out,
