@@ -9,22 +9,25 @@
 namespace steno::asr {
 namespace {
 
-// Parameters::input_gates: for every token, what lstm_cell adds up before h·w_hhᵀ (the biases, then the embedding's
-// product, in that order), so that a step that looks a row up computes the same sum.
+// Parameters::input_gates: for every token, what lstm_cell adds up before h·w_hhᵀ: the two biases, then the
+// embedding's product (ops::linear fills the bias rows and accumulates the product, as lstm_cell does).
 Tensor first_layer_input_gates(ops::Context& ctx, const Tensor& embed, const Tensor& w_ih, const Tensor& b_ih,
                                const Tensor& b_hh) {
-  STENO_CHECK(embed.rank() == 2 && w_ih.rank() == 2 && w_ih.dim(1) == embed.dim(1) &&
-                  (!b_ih.defined() || b_ih.numel() == w_ih.dim(0)) && (!b_hh.defined() || b_hh.numel() == w_ih.dim(0)),
-              "TDT decoder: the prediction network's embedding {} does not fit its first LSTM layer {}",
+  STENO_CHECK(embed.rank() == 2 && w_ih.rank() == 2, "TDT decoder: embedding {} and first LSTM layer {} must be 2-D",
               shape_str(embed.shape()), shape_str(w_ih.shape()));
-  const int64_t rows = embed.dim(0), in = embed.dim(1), n4 = w_ih.dim(0);
-  Tensor z = Tensor::zeros({rows, n4});
-  float* zp = z.data<float>();
-  for (int64_t j = 0; j < n4; ++j) {
-    const float bias = (b_ih.defined() ? b_ih.data<float>()[j] : 0.0f) + (b_hh.defined() ? b_hh.data<float>()[j] : 0.0f);
-    for (int64_t r = 0; r < rows; ++r) zp[r * n4 + j] = bias;
+  const int64_t n4 = w_ih.dim(0);
+  Tensor bias;
+  if (b_ih.defined() || b_hh.defined()) {
+    STENO_CHECK((!b_ih.defined() || b_ih.numel() == n4) && (!b_hh.defined() || b_hh.numel() == n4),
+                "TDT decoder: the first LSTM layer's biases must have {} entries", n4);
+    bias = Tensor::zeros({n4});
+    float* sum = bias.data<float>();
+    for (const Tensor* b : {&b_ih, &b_hh})
+      if (b->defined())
+        for (int64_t j = 0; j < n4; ++j) sum[j] += b->data<float>()[j];
   }
-  ops::gemm_raw(ctx, false, true, rows, n4, in, 1.0f, embed.data<float>(), in, w_ih.data<float>(), in, 1.0f, zp, n4);
+  Tensor z = Tensor::empty({embed.dim(0), n4});
+  ops::linear(ctx, embed, w_ih, bias, z);
   return z;
 }
 
