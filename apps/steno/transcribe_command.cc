@@ -118,7 +118,7 @@ int run_transcribe(const TranscribeOptions& opt) {
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   asr::Transcriber transcriber(model, ctx);
-  transcriber.set_beam(opt.decoding.resolve(model->decoder().blank_id()));
+  transcriber.set_beam(opt.decoding.resolve(model->config(), model_dir));
   std::optional<Diarizer> diarizer;
   if (opt.diarize) {
     diarizer.emplace(opt.diarizer, compute);

@@ -135,6 +135,11 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
   Section dco(top.find("decoding"), "decoding.");
   c.decoding.durations = dco.int_array("durations");
   c.decoding.max_symbols = dco.integer("max_symbols", 10);
+  c.decoding.strategy = dco.string("strategy", "greedy");
+  c.decoding.beam_size = dco.integer("beam_size", 8);
+  c.decoding.lm = dco.string("lm", "");
+  c.decoding.lm_alpha = dco.number("lm_alpha", 0.4);
+  c.decoding.lm_beta = dco.number("lm_beta", 0.6);
   dco.warn_unknown();
 
   Section jnt(top.find("joint"), "joint.");
@@ -252,6 +257,17 @@ void ModelConfig::validate() const {
       bad("decoding.durations must be strictly increasing ({} follows {})", d[i], d[i - 1]);
   }
   check_range("decoding.max_symbols", decoding.max_symbols, 1, 1000);
+  check_one_of("decoding.strategy", decoding.strategy, {"greedy", "beam"});
+  check_range("decoding.beam_size", decoding.beam_size, 1, 256);
+  if (!decoding.lm.empty() && decoding.strategy != "beam")
+    bad("decoding.lm needs decoding.strategy \"beam\" (it is \"{}\")", decoding.strategy);
+  // A file of the model directory: a config.json from elsewhere must not make steno open other files.
+  const std::filesystem::path lm_path(decoding.lm);
+  if (lm_path.is_absolute() ||
+      std::any_of(lm_path.begin(), lm_path.end(), [](const std::filesystem::path& p) { return p == ".."; }))
+    bad("decoding.lm must be a file of the model directory (a relative path without '..'), got '{}'", decoding.lm);
+  if (!std::isfinite(decoding.lm_alpha) || !std::isfinite(decoding.lm_beta))
+    bad("decoding.lm_alpha and decoding.lm_beta must be finite");
 
   check_range("joint.joint_hidden", joint.joint_hidden, 1, 65536);
   check_one_of("joint.activation", joint.activation, {"relu", "tanh", "sigmoid"});
@@ -323,7 +339,14 @@ nlohmann::ordered_json ModelConfig::to_json() const {
                   {"activation", joint.activation},
                   {"num_classes", joint.num_classes},
                   {"num_extra_outputs", joint.num_extra_outputs}};
-  j["decoding"] = oj{{"durations", decoding.durations}, {"max_symbols", decoding.max_symbols}};
+  j["decoding"] = oj{{"durations", decoding.durations},
+                     {"max_symbols", decoding.max_symbols},
+                     {"strategy", decoding.strategy}};
+  if (decoding.strategy == "beam") {  // the beam settings mean nothing to a greedy default
+    j["decoding"]["beam_size"] = decoding.beam_size;
+    if (!decoding.lm.empty())
+      j["decoding"].update(oj{{"lm", decoding.lm}, {"lm_alpha", decoding.lm_alpha}, {"lm_beta", decoding.lm_beta}});
+  }
   j["tokenizer"] = oj{{"type", tokenizer.type}, {"model", tokenizer.model}};
   if (!labels.empty()) j["labels"] = labels;
   return j;

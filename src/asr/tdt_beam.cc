@@ -34,14 +34,30 @@ std::optional<BeamOptions> DecodingRequest::resolve(int vocab_size) const {
     STENO_CHECK(lm.empty() && !lm_alpha && !lm_beta, "an LM and its weights need beam decoding (--decoding beam)");
     return std::nullopt;
   }
+  STENO_CHECK(beam_size >= 0, "beam size must be in 1..256, got {}", beam_size);
   BeamOptions o;
-  o.beam = beam_size;
+  if (beam_size > 0) o.beam = beam_size;
   if (!lm.empty()) o.lm = std::make_shared<const TokenLm>(TokenLm::load(lm, vocab_size));
   STENO_CHECK(o.lm || !lm_alpha || *lm_alpha == 0.0, "an LM weight (--lm-alpha) needs an LM (--lm)");
   o.lm_alpha = o.lm ? lm_alpha.value_or(kDefaultLmAlpha) : 0.0;
   o.lm_beta = lm_beta.value_or(o.lm ? kDefaultLmBeta : 0.0);
   validate(o, vocab_size);
   return o;
+}
+
+std::optional<BeamOptions> DecodingRequest::resolve(const ModelConfig& model,
+                                                    const std::filesystem::path& model_dir) const {
+  const DecodingConfig& d = model.decoding;
+  if (!decoding.empty() || !lm.empty() || d.strategy != "beam") return resolve(model.blank_id());
+  DecodingRequest r = *this;
+  r.decoding = "beam";
+  if (r.beam_size == 0) r.beam_size = d.beam_size;
+  if (!d.lm.empty()) {
+    r.lm = (model_dir / d.lm).string();
+    if (!r.lm_alpha) r.lm_alpha = d.lm_alpha;
+    if (!r.lm_beta) r.lm_beta = d.lm_beta;
+  }
+  return r.resolve(model.blank_id());
 }
 
 namespace {

@@ -111,7 +111,8 @@ void validate_model(const ModelConfig& m) {
   STENO_CHECK(m.gemm == "onednn" || m.gemm == "openblas", "gemm must be onednn or openblas, got '{}'", m.gemm);
   STENO_CHECK(m.decoding.empty() || m.decoding == "greedy" || m.decoding == "beam",
               "decoding must be greedy or beam, got '{}'", m.decoding);
-  STENO_CHECK(m.beam_size >= 1 && m.beam_size <= 256, "beam_size must be in 1..256, got {}", m.beam_size);
+  STENO_CHECK(m.beam_size >= 0 && m.beam_size <= 256, "beam_size must be in 1..256 (0: the model's), got {}",
+              m.beam_size);
   STENO_CHECK(m.decoding != "greedy" || m.lm.empty(), "lm needs decoding beam (decoding is greedy)");
   const Device device = m.parsed_device();  // throws naming the text (the whole list is parsed)
   const DType dtype = m.compute_dtype();

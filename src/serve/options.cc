@@ -280,9 +280,11 @@ std::vector<Option> make_options() {
 
   const std::string dec = "Decoding";
   t.push_back(bind(dec, {"decoding", {}, "MODE", "greedy (NeMo's) or beam (beam search, on the host) (\"\": "
-                                                 "beam when lm is given, else greedy)"},
+                                                 "beam when lm is given, else the model's default: greedy, or "
+                                                 "what its config.json names)"},
                    STENO_FIELD(model.decoding)));
-  t.push_back(bind(dec, {"beam-size", {}, "N", "Hypotheses beam search keeps"}, STENO_FIELD(model.beam_size)));
+  t.push_back(bind(dec, {"beam-size", {}, "N", "Hypotheses beam search keeps (0: the model's, else 8)"},
+                   STENO_FIELD(model.beam_size)));
   t.push_back(bind(dec, {"lm", {}, "FILE", "Token n-gram LM fused into beam search: ARPA or ARPA.gz over the model's "
                                            "tokens, token i written as the character U+(i+100), as NeMo's token LMs "
                                            "are (e.g. the bundled model's lm.arpa.gz)"},

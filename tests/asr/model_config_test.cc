@@ -246,6 +246,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"/decoding/durations", json::array({-1, 1, 2, 3, 4}), kInvalid, "decoding.durations[0] must be in"},
         BadCase{"/decoding/durations", "0-4", kInvalid, "decoding.durations must be an array of integers"},
         BadCase{"/decoding/max_symbols", 0, kInvalid, "decoding.max_symbols must be in [1, 1000], got 0"},
+        BadCase{"/decoding/strategy", "maes", kInvalid, "decoding.strategy must be one of greedy, beam"},
+        BadCase{"/decoding/beam_size", 0, kInvalid, "decoding.beam_size must be in [1, 256], got 0"},
+        BadCase{"/decoding/lm", "lm.arpa", kInvalid, "decoding.lm needs decoding.strategy \"beam\""},
+        BadCase{"/decoding/lm_alpha", "high", kInvalid, "decoding.lm_alpha must be a number"},
         BadCase{"/tokenizer/type", "wpe", kUnimpl, "tokenizer.type \"wpe\" is not implemented"},
         BadCase{"/tokenizer/model", "", kInvalid, "tokenizer.model must name the tokenizer file"},
         BadCase{"/labels", json::array({"a", "b"}), kInvalid, "labels has 2 entries but decoder.vocab_size is 128"},
@@ -259,6 +263,25 @@ TEST(ModelConfig, LocalAttentionNeedsASymmetricWindow) {
   EXPECT_EQ(ModelConfig::from_json(j).encoder.self_attention_model, AttentionModel::kRelPosLocalAttn);
   j["encoder"]["att_context_size"] = {128, 64};
   expect_error([&] { ModelConfig::from_json(j); }, ErrorCode::kUnimplemented, {"symmetric window"});
+}
+
+// A model may name its default decoding: beam search with an LM of its own directory, and nothing outside it.
+TEST(ModelConfig, DefaultDecoding) {
+  json j = json::parse(kNemoTinyConfig);
+  EXPECT_EQ(ModelConfig::from_json(j).decoding.strategy, "greedy");
+  j["decoding"].update({{"strategy", "beam"}, {"beam_size", 6}, {"lm", "lm/tokens.arpa.gz"}, {"lm_alpha", 0.5}});
+  const ModelConfig c = ModelConfig::from_json(j);
+  EXPECT_EQ(c.decoding.strategy, "beam");
+  EXPECT_EQ(c.decoding.beam_size, 6);
+  EXPECT_EQ(c.decoding.lm, "lm/tokens.arpa.gz");
+  EXPECT_EQ(c.decoding.lm_alpha, 0.5);
+  EXPECT_EQ(c.decoding.lm_beta, 0.6);  // absent: the bundled LM's weight
+  EXPECT_EQ(ModelConfig::parse(c.to_json().dump()), c);
+  for (const char* outside : {"/etc/lm.arpa", "../lm.arpa", "lm/../../lm.arpa"}) {
+    j["decoding"]["lm"] = outside;
+    expect_error([&] { ModelConfig::from_json(j); }, ErrorCode::kInvalidArgument,
+                 {"decoding.lm must be a file of the model directory", outside});
+  }
 }
 
 TEST(ModelConfig, NotJson) {

@@ -31,7 +31,7 @@ inline constexpr const char* kNemoTinyConfig = R"({
   },
   "decoder": { "vocab_size": 128, "pred_hidden": 64, "pred_rnn_layers": 2 },
   "joint": { "joint_hidden": 64, "activation": "relu", "num_classes": 128, "num_extra_outputs": 5 },
-  "decoding": { "durations": [0, 1, 2, 3, 4], "max_symbols": 10 },
+  "decoding": { "durations": [0, 1, 2, 3, 4], "max_symbols": 10, "strategy": "greedy" },
   "tokenizer": { "type": "sentencepiece", "model": "tokenizer.model" }
 })";
 

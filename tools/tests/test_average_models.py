@@ -63,6 +63,30 @@ class AverageTest(unittest.TestCase):
             self.assertNotEqual(r.returncode, 0)
             self.assertIn("config.json differ", r.stderr)
 
+    def test_a_release_with_a_default_decoding_averages_with_an_export_without(self):
+        # The release names its LM as its default decoding; a training export from it does not: same weights'
+        # meaning, so they average, and the soup keeps the first model's decoding with the LM file it names.
+        with tempfile.TemporaryDirectory() as tmp:
+            dirs = []
+            decodings = [{"durations": [0, 1], "strategy": "beam", "beam_size": 4, "lm": "lm.arpa.gz"},
+                         {"durations": [0, 1]}]
+            for k, decoding in enumerate(decodings):
+                d = os.path.join(tmp, f"m{k}")
+                os.makedirs(d)
+                safetensors_io.save(os.path.join(d, "model.safetensors"), {"w": np.full(2, k, np.float32)})
+                json.dump({"decoding": decoding}, open(os.path.join(d, "config.json"), "w"))
+                open(os.path.join(d, "tokenizer.model"), "wb").write(b"tok")
+                dirs.append(d)
+            open(os.path.join(dirs[0], "lm.arpa.gz"), "wb").write(b"lm")
+            out = os.path.join(tmp, "soup")
+            script = os.path.join(TOOLS, "train", "average_models.py")
+            subprocess.run([sys.executable, script, out, "0.5,0.5"] + dirs, check=True, capture_output=True)
+            self.assertEqual(json.load(open(os.path.join(out, "config.json")))["decoding"], decodings[0])
+            self.assertEqual(open(os.path.join(out, "lm.arpa.gz"), "rb").read(), b"lm")
+            json.dump({"decoding": {"durations": [0, 2]}}, open(os.path.join(dirs[1], "config.json"), "w"))
+            r = subprocess.run([sys.executable, script, out, "0.5,0.5"] + dirs, capture_output=True, text=True)
+            self.assertIn("config.json differ", r.stderr)  # the durations are the weights' meaning
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -11,6 +11,8 @@ made fewer errors on the validation set than either, and on the test sets than s
 WEIGHTS: one per model, summing to 1. Float tensors are averaged in float64 and stored in the first model's dtypes;
 integer tensors must be equal in every model and are copied. config.json and tokenizer.model come from the first
 model, and every model must have the same config.json: averaging weights of different shapes or meanings is refused.
+Only how the model decodes by default may differ (decoding.strategy and its beam settings: a training export has
+none, the release names its LM); the first model's is kept, with the LM file it names.
 """
 import argparse
 import json
@@ -53,6 +55,17 @@ def average(tensor_sets, weights):
     return out
 
 
+# config.json's decoding fields that say how to decode by default, not what the weights are (docs/model-format.md).
+DEFAULT_DECODING_KEYS = ("strategy", "beam_size", "lm", "lm_alpha", "lm_beta")
+
+
+def architecture(config):
+    """config.json without its default decoding: what models must share to be averaged."""
+    c = dict(config)
+    c["decoding"] = {k: v for k, v in c.get("decoding", {}).items() if k not in DEFAULT_DECODING_KEYS}
+    return c
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
@@ -64,7 +77,7 @@ def main():
     for d in args.models:
         with open(os.path.join(d, "config.json"), encoding="utf-8") as f:
             configs.append(json.load(f))
-    if any(c != configs[0] for c in configs[1:]):
+    if any(architecture(c) != architecture(configs[0]) for c in configs[1:]):
         sys.exit("average_models.py: the models' config.json differ: not one architecture")
     loaded = [safetensors_io.load(os.path.join(d, "model.safetensors")) for d in args.models]
     try:
@@ -75,7 +88,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     bf16 = {name: "BF16" for name, kind in kinds0.items() if kind == "BF16"}  # load() widened them to f32
     safetensors_io.save(os.path.join(args.out, "model.safetensors"), soup, meta0, bf16)
-    for f in ("config.json", "tokenizer.model"):
+    lm = configs[0].get("decoding", {}).get("lm")
+    for f in ("config.json", "tokenizer.model") + ((lm,) if lm else ()):
         shutil.copy(os.path.join(args.models[0], f), args.out)
     print(f"average_models.py: {args.out} = " + " + ".join(f"{w} x {d}" for w, d in zip(weights, args.models)))
 

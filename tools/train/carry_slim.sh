@@ -24,7 +24,9 @@ cd "$(dirname "$0")/../.."
 paths=(bench tests/data fuzz/corpus fuzz/seeds models/steno-sortformer-small models/silero-vad
        models/steno-tdt-small-en/lm.arpa.gz)
 # The bundled model's token LM (4 MB) goes out of out and out-gpu (training does not read it; beside the whole
-# CUDA tests package it would pass the limit); out-gpu-lm keeps it for engine_cuda_test's beam search test.
+# CUDA tests package it would pass the limit); out-gpu-lm keeps it for engine_cuda_test's beam search test. The
+# bundled model decodes with that LM by default (its config.json), so without it `steno transcribe` / `serve` on the
+# bundled model stop naming the missing file: give them `--decoding greedy` in such a call, or carry the LM.
 # out-gpu: what the serving benchmarks and the CUDA test programs do not read (the tracked tree is ~85 MB, the
 # package ~31 MB). Of tests/data they read the bundled test set, the encoder-graph test's model
 # (golden/mel128_local_attn) and the reference conversations (sortformer-tiny/conv*.wav): 63.8 of the 64 MiB in all.

@@ -148,8 +148,10 @@ def main(argv=None):
     ap.add_argument("--exclude-sentences-of", default=os.path.join(ROOT, "tests", "data", "testset"),
                     metavar="DIR", help="leave out clips whose sentence is in this set's manifests ('' for none)")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
-    ap.add_argument("--steno-args", default="", metavar="ARGS",
-                    help='more `steno transcribe` arguments, e.g. "--lm LM.arpa.gz --beam-size 8"')
+    ap.add_argument("--steno-args", default="--decoding greedy", metavar="ARGS",
+                    help='`steno transcribe` arguments (default "--decoding greedy": a training export decodes '
+                         'greedily by default and a release with its LM, so that they compare alike; "" for each '
+                         'model\'s own default), e.g. "--lm LM.arpa.gz --beam-size 8"')
     ap.add_argument("--texts", metavar="FILE", help="also write every clip's transcript (TSV: path, text)")
     args = ap.parse_args(argv)
     sets = load_all_sets([args.sets_dir] + args.and_sets, args.exclude_sentences_of)

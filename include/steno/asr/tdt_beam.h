@@ -4,11 +4,13 @@
 // tools/steno_ref/beam.py, which it reproduces (docs/engine.md, "Beam search and LM fusion").
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "steno/asr/model_config.h"
 #include "steno/asr/tdt_decoder.h"
 #include "steno/asr/token_lm.h"
 #include "steno/core/tensor.h"
@@ -32,14 +34,19 @@ void validate(const BeamOptions& options, int vocab_size);
 inline constexpr double kDefaultLmAlpha = 0.4, kDefaultLmBeta = 0.6;
 
 // How a user asks for decoding (steno transcribe's flags, steno serve's settings): "greedy" or "beam" (empty: beam
-// when an LM is given), the beam size, an LM file and its weights (unset: alpha 0.4 and beta 0.6 with an LM, the
-// bundled model's chosen weights; none without). Gives the beam settings, the LM loaded for vocab_size tokens, or
-// nullopt for greedy decoding; options that contradict each other throw naming them.
+// when an LM is given), the beam size (0: the model's, else 8), an LM file and its weights (unset: alpha 0.4 and
+// beta 0.6 with an LM, the bundled model's chosen weights; none without). Gives the beam settings, the LM loaded for
+// the model's tokens, or nullopt for greedy decoding; options that contradict each other throw naming them.
 struct DecodingRequest {
   std::string decoding;
-  int beam_size = 8;
+  int beam_size = 0;
   std::string lm;
   std::optional<double> lm_alpha, lm_beta;
+  // A request that names neither a decoding nor an LM gets the model's default (config.decoding.strategy: the
+  // bundled model's is beam search with its LM), with this request's beam size and LM weights where it gives
+  // them; the default's LM is a file of model_dir.
+  std::optional<BeamOptions> resolve(const ModelConfig& model, const std::filesystem::path& model_dir) const;
+  // The request alone, for a model of vocab_size tokens whose default is greedy decoding.
   std::optional<BeamOptions> resolve(int vocab_size) const;
 };
 

@@ -52,8 +52,8 @@ struct ModelConfig {
   std::string vad = "auto";  // off | on | auto: transcribe only the speech (docs/vad.md)
   // Decoding: greedy (NeMo's) or beam search with an optional token LM (steno/asr/tdt_beam.h), in lanes only.
   // The LM's weights apply when there is an LM.
-  std::string decoding;  // greedy | beam; "": beam when lm is given, else greedy
-  int beam_size = 8;
+  std::string decoding;  // greedy | beam; "": beam when lm is given, else the model's default (decoding.strategy)
+  int beam_size = 0;  // 0: the model's default (config.json decoding.beam_size), else 8
   std::string lm;
   double lm_alpha = asr::kDefaultLmAlpha, lm_beta = asr::kDefaultLmBeta;
   asr::DecodingRequest decoding_request() const;

@@ -183,7 +183,7 @@ int run_worker(const WorkerOptions& options) {
   } else {
     weights = load_worker_model(options.model_dir, overrides, options.weights, options.index);
     runner = transcriber_runners(weights.model, options.threads, options.gemm, long_form,
-                                 options.decoding.resolve(weights.model->decoder().blank_id()))(options.index);
+                                 options.decoding.resolve(weights.model->config(), options.model_dir))(options.index);
   }
 
   Hello hello;

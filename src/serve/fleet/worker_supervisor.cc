@@ -72,7 +72,7 @@ std::vector<std::string> worker_arguments(const WorkerFleetConfig& config, int w
                              std::to_string(c.long_attention)});
   const asr::DecodingRequest& d = c.decoding;
   if (!d.decoding.empty()) args.insert(args.end(), {"--decoding", d.decoding});
-  if (d.decoding == "beam" || !d.lm.empty()) args.insert(args.end(), {"--beam-size", std::to_string(d.beam_size)});
+  if (d.beam_size > 0) args.insert(args.end(), {"--beam-size", std::to_string(d.beam_size)});
   if (!d.lm.empty()) args.insert(args.end(), {"--lm", d.lm});
   if (d.lm_alpha) args.insert(args.end(), {"--lm-alpha", fmt::format("{}", *d.lm_alpha)});  // shortest exact form
   if (d.lm_beta) args.insert(args.end(), {"--lm-beta", fmt::format("{}", *d.lm_beta)});

@@ -197,7 +197,13 @@ BuiltModel build_model(const ServeConfig& config) {
   if (m.share == ShareMode::kGreen) built.green = green_partitions(spec.devices);
   // Resolved once: every group's lanes share one LM.
   const std::optional<asr::BeamOptions> beam =
-      m.decoding_request().resolve(asr::AsrModel::read_config(m.dir).decoder.vocab_size);
+      m.decoding_request().resolve(asr::AsrModel::read_config(m.dir), m.dir);
+  // The decoding can come from the model's config.json, not the command line: say which it is.
+  if (beam)
+    spdlog::info("{}: beam search, {} hypotheses{}", m.name.empty() ? m.dir : m.name, beam->beam,
+                 beam->lm ? fmt::format(", token LM (alpha {}, beta {})", beam->lm_alpha, beam->lm_beta) : "");
+  else
+    spdlog::info("{}: greedy decoding", m.name.empty() ? m.dir : m.name);
   for (size_t g = 0; g < spec.devices.size(); ++g) {
     const Device device = spec.devices[g].device;
     asr::ModelOverrides overrides;
