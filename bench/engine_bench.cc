@@ -102,12 +102,14 @@ void set_rtfx(benchmark::State& state) {
 enum class Stage { kFeatures, kEncoder, kDecoder, kEndToEnd, kBeamDecoder, kBeamLmDecoder, kEndToEndBeamLm };
 
 // The bundled model's beam settings: `beam` hypotheses alone, or with its token LM at the default weights
-// (tdt_beam.h).
+// (tdt_beam.h); beam 0: its default decoding (config.json: beam search with its LM), what a user gets.
 asr::BeamOptions beam_options(bool with_lm, int beam) {
+  const fs::path dir = fs::path(STENO_SOURCE_DIR) / "models/steno-tdt-small-en";
+  if (beam == 0) return *asr::DecodingRequest{}.resolve(engine("bundled").config, dir);
   asr::DecodingRequest request;
   request.decoding = "beam";
   request.beam_size = beam;
-  if (with_lm) request.lm = (fs::path(STENO_SOURCE_DIR) / "models/steno-tdt-small-en/lm.arpa.gz").string();
+  if (with_lm) request.lm = (dir / "lm.arpa.gz").string();
   return *request.resolve(engine("bundled").config.decoder.vocab_size);
 }
 
@@ -195,6 +197,8 @@ void BM_Bundled_Decoder(benchmark::State& s) { run(s, "bundled", Stage::kDecoder
 void BM_Bundled_BeamDecoder(benchmark::State& s) { run(s, "bundled", Stage::kBeamDecoder); }
 void BM_Bundled_BeamLmDecoder(benchmark::State& s) { run(s, "bundled", Stage::kBeamLmDecoder); }
 void BM_Bundled_EndToEndBeamLm(benchmark::State& s) { run(s, "bundled", Stage::kEndToEndBeamLm); }
+// As `steno transcribe` decodes by default: the RTFx 250 on 2 threads is this one's.
+void BM_Bundled_EndToEndModelDefault(benchmark::State& s) { run(s, "bundled", Stage::kEndToEndBeamLm, 0); }
 // What the beam size costs end to end (oneDNN, 2 threads): which sizes keep LM decoding above the RTFx 250.
 void BM_Bundled_EndToEndBeamLmSizes(benchmark::State& s) {
   run(s, "bundled", Stage::kEndToEndBeamLm, static_cast<int>(s.range(2)));
@@ -217,6 +221,7 @@ BENCHMARK(BM_Bundled_Decoder)->Apply(args);
 BENCHMARK(BM_Bundled_BeamDecoder)->Apply(args);
 BENCHMARK(BM_Bundled_BeamLmDecoder)->Apply(args);
 BENCHMARK(BM_Bundled_EndToEndBeamLm)->Apply(args);
+BENCHMARK(BM_Bundled_EndToEndModelDefault)->Apply(args);
 BENCHMARK(BM_Bundled_EndToEndBeamLmSizes)->Apply(beam_size_args);
 BENCHMARK(BM_Bundled_FeaturesNewLengths)->Apply(args);
 BENCHMARK(BM_Bundled_EndToEndNewLengths)->Apply(args);

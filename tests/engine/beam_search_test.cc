@@ -1,14 +1,16 @@
 // Beam search (tdt_beam.h) over a batch: the clips are searched side by side on the pool's threads, and each
 // clip's transcript must be what it is alone (the transcripts' equality with the PyTorch reference's beam search
-// is BundledModel.*WithBeamAndLm's).
+// is BundledModel.*TestSet's); and how a decoding request meets the model's default decoding.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 
 #include "steno/asr/model.h"
+#include "steno/asr/tdt_beam.h"
 #include "steno/asr/transcriber.h"
 #include "steno/audio/decode.h"
+#include "steno/core/error.h"
 
 namespace steno::asr {
 namespace {
@@ -47,6 +49,49 @@ TEST(BeamSearch, ABatchOfClipsDecodesAsEachClipAlone) {
       EXPECT_EQ(together[i].tokens[t].end_frame, alone.tokens[t].end_frame) << files[i] << " token " << t;
     }
   }
+}
+
+// A request naming no decoding gets the model's default (config.json decoding.strategy): the bundled model's is
+// beam search with its own LM; the request's beam size and LM weights replace the model's, and a request for
+// greedy decoding or for another LM sets the default aside.
+TEST(DecodingRequest, TheModelsDefaultAppliesToARequestThatNamesNone) {
+  const ModelConfig bundled = AsrModel::read_config(kBundledDir);
+  ASSERT_EQ(bundled.decoding.strategy, "beam");
+  DecodingRequest none;
+  const std::optional<BeamOptions> by_default = none.resolve(bundled, kBundledDir);
+  ASSERT_TRUE(by_default);
+  EXPECT_EQ(by_default->beam, bundled.decoding.beam_size);
+  ASSERT_NE(by_default->lm, nullptr);
+  EXPECT_EQ(by_default->lm_alpha, bundled.decoding.lm_alpha);
+  EXPECT_EQ(by_default->lm_beta, bundled.decoding.lm_beta);
+
+  DecodingRequest tuned;
+  tuned.beam_size = 3;
+  tuned.lm_alpha = 0.25;
+  const std::optional<BeamOptions> t = tuned.resolve(bundled, kBundledDir);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->beam, 3);
+  EXPECT_EQ(t->lm_alpha, 0.25);
+  EXPECT_EQ(t->lm_beta, bundled.decoding.lm_beta);
+
+  DecodingRequest greedy;
+  greedy.decoding = "greedy";
+  EXPECT_FALSE(greedy.resolve(bundled, kBundledDir));
+  DecodingRequest beam_alone;  // beam search without an LM: the user's choice, not the model's LM
+  beam_alone.decoding = "beam";
+  const std::optional<BeamOptions> b = beam_alone.resolve(bundled, kBundledDir);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->lm, nullptr);
+  EXPECT_EQ(b->beam, BeamOptions{}.beam);
+
+  ModelConfig greedy_model = bundled;  // a model that names no default (every converted NeMo checkpoint)
+  greedy_model.decoding = DecodingConfig{bundled.decoding.durations, bundled.decoding.max_symbols};
+  EXPECT_FALSE(none.resolve(greedy_model, kBundledDir));
+  EXPECT_THROW(tuned.resolve(greedy_model, kBundledDir), Error);  // LM weights without an LM
+
+  ModelConfig missing_lm = bundled;  // the default's LM must be there: no silent fall back to greedy
+  missing_lm.decoding.lm = "no-such-lm.arpa.gz";
+  EXPECT_THROW(none.resolve(missing_lm, kBundledDir), Error);
 }
 
 }  // namespace

@@ -169,8 +169,9 @@ struct BundledRun {
   asr::WordErrors cuda_all, cpu_all;        // both sets (espeak and flite) against their true texts
 };
 
-// beam: decoded with beam search and the bundled LM (the search on the host over the CUDA encoder's output),
-// against the CPU engine's beam search (reference_beam_lm_transcripts.tsv, checked by bundled_model_test).
+// beam: decoded as the model decodes by default, with beam search and the bundled LM (the search on the host over
+// the CUDA encoder's output), against the CPU engine's (reference_beam_lm_transcripts.tsv, checked by
+// bundled_model_test).
 BundledRun run_bundled(const Precision& precision, bool beam = false) {
   asr::ModelOverrides o;
   o.device = Device::cuda(0);
@@ -179,11 +180,7 @@ BundledRun run_bundled(const Precision& precision, bool beam = false) {
   auto model = asr::AsrModel::load(fs::path(STENO_SOURCE_DIR) / "models" / "steno-tdt-small-en", o);
   ops::Context ctx = ops::Context::cuda(0);
   asr::Transcriber transcriber(model, ctx);
-  if (beam) {
-    asr::DecodingRequest request;
-    request.lm = (fs::path(STENO_SOURCE_DIR) / "models/steno-tdt-small-en/lm.arpa.gz").string();
-    transcriber.set_beam(request.resolve(model->decoder().blank_id()));
-  }
+  if (beam) transcriber.set_beam(asr::DecodingRequest{}.resolve(model->config(), model->directory()));
   BundledRun run;
   for (const std::string set : {"espeak", "flite"}) {
     const fs::path dir = fs::path(STENO_TEST_DATA) / "testset" / set;

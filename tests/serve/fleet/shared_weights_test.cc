@@ -72,6 +72,8 @@ FleetRun run_fleet(Device device, bool share_weights, int workers, const std::ve
     f.command.device = device;
     f.command.dtype = device.is_cpu() ? DType::kF32 : DType::kBF16;
     f.command.threads = 1;
+    // The references are greedy transcripts (the bundled model's own default is beam search with its LM).
+    f.command.decoding.decoding = "greedy";
     f.share_weights = share_weights;
     ModelSpec spec;
     spec.info.name = kModelName;

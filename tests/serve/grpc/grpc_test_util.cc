@@ -24,18 +24,27 @@ std::string file_bytes(const std::string& path) {
   return s.str();
 }
 
+namespace {
+std::map<std::string, std::string> read_transcripts(const std::string& tsv_name) {
+  std::map<std::string, std::string> t;
+  std::ifstream tsv(std::string(STENO_TEST_DATA) + "/testset/espeak/" + tsv_name);
+  for (std::string line; std::getline(tsv, line);) {
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    const std::string path = line.substr(0, tab);  // "audio/test-0000001.flac"
+    t[path.substr(path.rfind('/') + 1)] = line.substr(tab + 1);
+  }
+  return t;
+}
+}  // namespace
+
 const std::map<std::string, std::string>& reference_transcripts() {
-  static const std::map<std::string, std::string> table = [] {
-    std::map<std::string, std::string> t;
-    std::ifstream tsv(std::string(STENO_TEST_DATA) + "/testset/espeak/reference_transcripts.tsv");
-    for (std::string line; std::getline(tsv, line);) {
-      const size_t tab = line.find('\t');
-      if (tab == std::string::npos) continue;
-      const std::string path = line.substr(0, tab);  // "audio/test-0000001.flac"
-      t[path.substr(path.rfind('/') + 1)] = line.substr(tab + 1);
-    }
-    return t;
-  }();
+  static const std::map<std::string, std::string> table = read_transcripts("reference_transcripts.tsv");
+  return table;
+}
+
+const std::map<std::string, std::string>& default_transcripts() {
+  static const std::map<std::string, std::string> table = read_transcripts("reference_beam_lm_transcripts.tsv");
   return table;
 }
 

@@ -24,8 +24,12 @@ using Stub = inference::GRPCInferenceService::Stub;
 
 std::string audio_path(const std::string& clip);  // tests/data/testset/espeak/audio/<clip>
 std::string file_bytes(const std::string& path);
-// reference_transcripts.tsv: what `steno transcribe` prints for each clip ("test-0000001.flac" -> text).
+// reference_transcripts.tsv: the bundled model's greedy transcript of each clip ("test-0000001.flac" -> text), what
+// an in-process core's transcriber gives.
 const std::map<std::string, std::string>& reference_transcripts();
+// reference_beam_lm_transcripts.tsv: its transcript as it decodes by default (beam search with its LM), what
+// `steno transcribe` and `steno serve` give.
+const std::map<std::string, std::string>& default_transcripts();
 
 class GrpcTestServer {
  public:

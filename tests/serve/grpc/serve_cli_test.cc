@@ -95,7 +95,7 @@ TEST(GrpcServeCli, ServesBesideHttpThenDrainsOnSigterm) {
     const ::grpc::Status st = stub->ModelInfer(&c, request, &r);
     ASSERT_TRUE(st.ok()) << name << ": " << st.error_message();
     EXPECT_EQ(r.model_name(), "steno-tdt-small-en") << "the served name answers for its alias " << name;
-    EXPECT_EQ(outputs_of(r)["text"].bytes, std::vector<std::string>{reference_transcripts().at("test-0000001.flac")});
+    EXPECT_EQ(outputs_of(r)["text"].bytes, std::vector<std::string>{default_transcripts().at("test-0000001.flac")});
   }
   {
     ::grpc::ClientContext c;
@@ -129,7 +129,7 @@ TEST(GrpcServeCli, ServesBesideHttpThenDrainsOnSigterm) {
   });
   std::this_thread::sleep_for(30ms);  // long enough for the server to take it, shorter than transcribing it
   kill(pid, SIGTERM);
-  EXPECT_EQ(call.get(), reference_transcripts().at("test-0000005.flac"));
+  EXPECT_EQ(call.get(), default_transcripts().at("test-0000005.flac"));
 
   std::string exit_code;
   for (int i = 0; i < 200 && exit_code.empty(); ++i) {
@@ -168,7 +168,7 @@ TEST(GrpcServeCli, FaultInjectionIsHonouredOverGrpcAsOverHttp) {
       << st.error_message();
   st = infer("", &r);
   ASSERT_TRUE(st.ok()) << st.error_message();
-  EXPECT_EQ(outputs_of(r)["text"].bytes, std::vector<std::string>{reference_transcripts().at("test-0000001.flac")});
+  EXPECT_EQ(outputs_of(r)["text"].bytes, std::vector<std::string>{default_transcripts().at("test-0000001.flac")});
   EXPECT_EQ(metric_sum(server.metrics(), "steno_worker_restarts_total"), 2) << server.metrics();
   EXPECT_EQ(server.stop(), 0) << server.log();
 }

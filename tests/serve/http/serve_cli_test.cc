@@ -69,15 +69,20 @@ std::string reference_transcript(const fs::path& tsv, const std::string& clip) {
   return "";
 }
 
-// `steno serve --lm`: lanes and worker processes decode with beam search and the bundled LM, as `steno transcribe
-// --lm` does. The clip is one whose transcript the LM changes, so that greedy decoding cannot pass.
-class ServeBeam : public ::testing::TestWithParam<const char*> {};
+// `steno serve` decodes the bundled model as `steno transcribe` does: by default with the model's own decoding
+// (beam search, 4 hypotheses, its LM), in lanes and in worker processes (which resolve it themselves), and so with
+// the same settings given as flags. The clip is one whose transcript the LM changes, so that greedy decoding cannot
+// pass.
+class ServeBeam : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
 
-TEST_P(ServeBeam, BeamSearchWithTheBundledLmAsTranscribeDoes) {
+TEST_P(ServeBeam, DecodesAsTranscribeDoes) {
+  const auto [share, flags] = GetParam();
   const fs::path dir = fs::temp_directory_path() / ("steno-http-beam-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const std::string lm = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en/lm.arpa.gz";
-  const int port = start_serve(dir, std::string("--port 0 --share ") + GetParam() + " --lm " + lm);
+  std::string args = std::string("--port 0 --share ") + share + " " + flags;
+  if (const size_t at = args.find("LM"); at != std::string::npos) args.replace(at, 2, lm);
+  const int port = start_serve(dir, args);
   ASSERT_GT(port, 0) << slurp(dir / "log");
   const fs::path set = fs::path(STENO_TEST_DATA) / "testset/festival";
   const std::string clip = "audio/festival-test-0000002.flac";
@@ -88,13 +93,15 @@ TEST_P(ServeBeam, BeamSearchWithTheBundledLmAsTranscribeDoes) {
   const CurlResult r =
       curl(static_cast<uint16_t>(port), "/v1/audio/transcriptions", "-F 'file=@" + (set / clip).string() + "'");
   EXPECT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(nlohmann::json::parse(r.body, nullptr, false)["text"], beam) << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body, nullptr, false)["text"], beam) << args << ": " << r.body;
   kill(std::stoi(slurp(dir / "pid")), SIGTERM);
   for (int i = 0; i < 200 && slurp(dir / "rc").empty(); ++i) std::this_thread::sleep_for(50ms);
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, ServeBeam, ::testing::Values("lanes", "processes"));
+INSTANTIATE_TEST_SUITE_P(Modes, ServeBeam,
+                         ::testing::Values(std::pair{"lanes", ""}, std::pair{"processes", ""},
+                                           std::pair{"processes", "--lm LM --beam-size 4"}));
 
 TEST(ServeCli, ServesThenDrainsOnSigterm) {
   const fs::path dir = fs::temp_directory_path() / ("steno-http-test-" + std::to_string(getpid()));
