@@ -122,6 +122,9 @@ struct Hyp {
   int syms = 0;  // tokens of this hypothesis at frame t (emitted with duration 0)
   std::shared_ptr<Prefix> tokens;
   std::shared_ptr<Emission> emitted;  // null before the first token
+  // The last token's emission while the hypothesis is new: it becomes a node of `emitted` only if the hypothesis
+  // survives its round (most token expansions are pruned, and a node each was a malloc each). -1: none pending.
+  int pending_frame = -1, pending_duration = 0;
   // The prediction network after `tokens`; null until the hypothesis is expanded: then one step from `parent` on
   // its last token (most token expansions are pruned before they are expanded, and never pay for the step).
   std::shared_ptr<const PredState> state, parent;
@@ -214,10 +217,9 @@ class ClipSearch {
             e.t = h.t + d;
             e.syms = d == 0 ? h.syms + 1 : 0;
             e.tokens = tokens;
-            e.emitted = std::make_shared<Emission>();
-            e.emitted->frame = static_cast<int>(h.t);
-            e.emitted->duration = d;
-            e.emitted->parent = h.emitted;
+            e.emitted = h.emitted;
+            e.pending_frame = static_cast<int>(h.t);
+            e.pending_duration = d;
             e.parent = state;  // e.state stays null until e is expanded
             add(std::move(e));
           }
@@ -240,10 +242,12 @@ class ClipSearch {
         const double floor = best->score - o_.prune;
         std::erase_if(live, [&](const Hyp& h) { return !(h.score > floor); });
       }
+      for (Hyp& h : live) settle(h);
       hyps = std::move(live);
     }
     Hypothesis out;
     if (!best) return out;
+    settle(*best);
     for (const Prefix* p = best->tokens.get(); p->parent; p = p->parent.get()) out.tokens.push_back(p->token);
     for (const Emission* e = best->emitted.get(); e; e = e->parent.get()) {
       out.timestamps.push_back(e->frame);
@@ -256,6 +260,17 @@ class ClipSearch {
   }
 
  private:
+  // Makes a surviving hypothesis's pending emission a node of its chain.
+  static void settle(Hyp& h) {
+    if (h.pending_frame < 0) return;
+    auto node = std::make_shared<Emission>();
+    node->frame = h.pending_frame;
+    node->duration = h.pending_duration;
+    node->parent = std::move(h.emitted);
+    h.emitted = std::move(node);
+    h.pending_frame = -1;
+  }
+
   // The LM's history for `tokens`: <s> and the tokens, of which only the last order - 1 count (token_lm.h).
   std::span<const int> lm_history(const Prefix& tokens, std::vector<int>& history) const {
     const int64_t context = o_.lm->order() - 1;
