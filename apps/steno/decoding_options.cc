@@ -9,7 +9,8 @@ void add_decoding_options(CLI::App* cmd, asr::DecodingRequest& r) {
                   "greedy (NeMo's) or beam (beam search; the default with --lm). Without either, the model's own "
                   "default: greedy, or what its config.json names (the bundled model: beam search with its LM)")
       ->check(CLI::IsMember({"greedy", "beam"}));
-  cmd->add_option("--beam-size", r.beam_size, "Hypotheses beam search keeps (default: the model's, else 8)")
+  cmd->add_option("--beam-size", r.beam_size,
+                  fmt::format("Hypotheses beam search keeps (default: the model's, else {})", asr::kDefaultBeamSize))
       ->check(CLI::Range(1, 256));
   cmd->add_option("--lm", r.lm,
                   "Token n-gram LM fused into beam search: ARPA or ARPA.gz over the model's tokens, token i written "

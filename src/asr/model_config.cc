@@ -136,10 +136,10 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
   c.decoding.durations = dco.int_array("durations");
   c.decoding.max_symbols = dco.integer("max_symbols", 10);
   c.decoding.strategy = dco.string("strategy", "greedy");
-  c.decoding.beam_size = dco.integer("beam_size", 8);
+  c.decoding.beam_size = dco.integer("beam_size", kDefaultBeamSize);
   c.decoding.lm = dco.string("lm", "");
-  c.decoding.lm_alpha = dco.number("lm_alpha", 0.4);
-  c.decoding.lm_beta = dco.number("lm_beta", 0.6);
+  c.decoding.lm_alpha = dco.number("lm_alpha", kDefaultLmAlpha);
+  c.decoding.lm_beta = dco.number("lm_beta", kDefaultLmBeta);
   dco.warn_unknown();
 
   Section jnt(top.find("joint"), "joint.");

@@ -108,6 +108,11 @@ struct JointConfig {
   bool operator==(const JointConfig&) const = default;
 };
 
+// Beam search's defaults, for a model's default decoding and a user's request alike: the hypotheses kept, and the
+// LM weights chosen on the bundled model's validation set (tools/lm/README.md).
+inline constexpr int kDefaultBeamSize = 8;
+inline constexpr double kDefaultLmAlpha = 0.4, kDefaultLmBeta = 0.6;
+
 struct DecodingConfig {
   std::vector<int> durations;  // TDT durations, strictly increasing, >= 0 (required)
   int max_symbols = 10;        // symbols emitted per frame before the decoder is forced forward
@@ -115,9 +120,9 @@ struct DecodingConfig {
   // the beam size and the token LM (a file of the model directory, "" for none) and weights it was measured with.
   // The bundled model names its LM here: on its validation sets beam search with it makes 14 % fewer errors.
   std::string strategy = "greedy";
-  int beam_size = 8;
+  int beam_size = kDefaultBeamSize;
   std::string lm;
-  double lm_alpha = 0.4, lm_beta = 0.6;
+  double lm_alpha = kDefaultLmAlpha, lm_beta = kDefaultLmBeta;
   bool operator==(const DecodingConfig&) const = default;
 };
 

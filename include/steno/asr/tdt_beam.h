@@ -19,7 +19,7 @@
 namespace steno::asr {
 
 struct BeamOptions {
-  int beam = 8;              // hypotheses kept between rounds
+  int beam = kDefaultBeamSize;  // hypotheses kept between rounds (model_config.h: the defaults)
   int token_candidates = 4;  // tokens a hypothesis expands to (its best by the joint)
   double lm_alpha = 0.0;     // weight of the LM's ln probability (0: no LM term)
   double lm_beta = 0.0;      // added per token (offsets the LM's pull towards fewer tokens)
@@ -29,9 +29,6 @@ struct BeamOptions {
 
 // Checks the options against a decoder's vocabulary (the LM's must match); throws kInvalidArgument.
 void validate(const BeamOptions& options, int vocab_size);
-
-// The LM weights used when none are given: chosen on the bundled model's validation set (tools/lm/README.md).
-inline constexpr double kDefaultLmAlpha = 0.4, kDefaultLmBeta = 0.6;
 
 // How a user asks for decoding (steno transcribe's flags, steno serve's settings): "greedy" or "beam" (empty: beam
 // when an LM is given), the beam size (0: the model's, else 8), an LM file and its weights (unset: alpha 0.4 and

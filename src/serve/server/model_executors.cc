@@ -199,11 +199,12 @@ BuiltModel build_model(const ServeConfig& config) {
   const std::optional<asr::BeamOptions> beam =
       m.decoding_request().resolve(asr::AsrModel::read_config(m.dir), m.dir);
   // The decoding can come from the model's config.json, not the command line: say which it is.
+  const std::string& shown = m.name.empty() ? m.dir : m.name;
   if (beam)
-    spdlog::info("{}: beam search, {} hypotheses{}", m.name.empty() ? m.dir : m.name, beam->beam,
+    spdlog::info("{}: beam search, {} hypotheses{}", shown, beam->beam,
                  beam->lm ? fmt::format(", token LM (alpha {}, beta {})", beam->lm_alpha, beam->lm_beta) : "");
   else
-    spdlog::info("{}: greedy decoding", m.name.empty() ? m.dir : m.name);
+    spdlog::info("{}: greedy decoding", shown);
   for (size_t g = 0; g < spec.devices.size(); ++g) {
     const Device device = spec.devices[g].device;
     asr::ModelOverrides overrides;
