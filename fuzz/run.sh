@@ -2,7 +2,7 @@
 # Builds a libFuzzer target with clang (address and undefined-behaviour sanitizers) and runs it on its corpus.
 #   fuzz/run.sh TARGET [SECONDS] [--no-merge]   (default 600; TARGET: state_dict_pickle, checkpoint, tar_members,
 #                                      model_config_yaml, audio_decode, multipart, kserve_request, serve_config,
-#                                      safetensors, http_transport, grpc_request, token_lm_arpa; fuzz/smoke.sh runs them
+#                                      safetensors, http_transport, grpc_request, token_lm_arpa, lexicon; fuzz/smoke.sh runs them
 #                                      all briefly, as CI does)
 # The corpus is fuzz/corpus/TARGET, with the target's test fixtures as seeds; inputs that reach new code are merged
 # back into it at the end (-merge=1: only what adds coverage; --no-merge leaves the corpus as it is), and any crash is
@@ -61,7 +61,8 @@ case $target in
     seeds=fuzz/seeds/http_transport libs=(-lspdlog -lpthread) ;;
   grpc_request) sources=(src/serve/grpc/tensor_codec.cc "$out/proto/grpc_service.pb.cc" "${kserve_frontend[@]}")
     seeds=fuzz/seeds/grpc_request libs=(-lprotobuf) proto=1 ;;
-  token_lm_arpa) sources=(src/asr/token_lm.cc src/core/error.cc) seeds=fuzz/seeds/token_lm_arpa ;;
+  token_lm_arpa) sources=(src/asr/token_lm.cc src/asr/gzip_text.cc src/core/error.cc) seeds=fuzz/seeds/token_lm_arpa ;;
+  lexicon) sources=(src/asr/lexicon.cc src/asr/gzip_text.cc src/core/error.cc) seeds=fuzz/seeds/lexicon ;;
   *) echo "fuzz/run.sh: unknown target $target" >&2; exit 2 ;;
 esac
 if [ "${proto:-0}" = 1 ]; then  # the KServe messages, generated as the build does (protoc from protobuf-compiler)

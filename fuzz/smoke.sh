@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
 targets=(audio_decode multipart kserve_request serve_config safetensors http_transport grpc_request state_dict_pickle checkpoint
-  tar_members model_config_yaml token_lm_arpa)
+  tar_members model_config_yaml token_lm_arpa lexicon)
 mkdir -p build-fuzz
 # As many targets at once as there are cores (FUZZ_SMOKE_JOBS to say otherwise): each builds single-threaded and
 # fuzzes on one core, and CI's two cores halve the smoke run's share of its time.

@@ -140,6 +140,8 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
   c.decoding.lm = dco.string("lm", "");
   c.decoding.lm_alpha = dco.number("lm_alpha", kDefaultLmAlpha);
   c.decoding.lm_beta = dco.number("lm_beta", kDefaultLmBeta);
+  c.decoding.lexicon = dco.string("lexicon", "");
+  c.decoding.unknown_word_penalty = dco.number("unknown_word_penalty", 0.0);
   dco.warn_unknown();
 
   Section jnt(top.find("joint"), "joint.");
@@ -261,13 +263,21 @@ void ModelConfig::validate() const {
   check_range("decoding.beam_size", decoding.beam_size, 1, 256);
   if (!decoding.lm.empty() && decoding.strategy != "beam")
     bad("decoding.lm needs decoding.strategy \"beam\" (it is \"{}\")", decoding.strategy);
-  // A file of the model directory: a config.json from elsewhere must not make steno open other files.
-  const std::filesystem::path lm_path(decoding.lm);
-  if (lm_path.is_absolute() ||
-      std::any_of(lm_path.begin(), lm_path.end(), [](const std::filesystem::path& p) { return p == ".."; }))
-    bad("decoding.lm must be a file of the model directory (a relative path without '..'), got '{}'", decoding.lm);
+  if (!decoding.lexicon.empty() && decoding.strategy != "beam")
+    bad("decoding.lexicon needs decoding.strategy \"beam\" (it is \"{}\")", decoding.strategy);
+  // Files of the model directory: a config.json from elsewhere must not make steno open other files.
+  for (const auto& [key, file] : {std::pair{"lm", &decoding.lm}, std::pair{"lexicon", &decoding.lexicon}}) {
+    const std::filesystem::path path(*file);
+    if (path.is_absolute() ||
+        std::any_of(path.begin(), path.end(), [](const std::filesystem::path& p) { return p == ".."; }))
+      bad("decoding.{} must be a file of the model directory (a relative path without '..'), got '{}'", key, *file);
+  }
   if (!std::isfinite(decoding.lm_alpha) || !std::isfinite(decoding.lm_beta))
     bad("decoding.lm_alpha and decoding.lm_beta must be finite");
+  if (!std::isfinite(decoding.unknown_word_penalty) || decoding.unknown_word_penalty < 0)
+    bad("decoding.unknown_word_penalty must be finite and >= 0, got {}", decoding.unknown_word_penalty);
+  if (decoding.unknown_word_penalty != 0 && decoding.lexicon.empty())
+    bad("decoding.unknown_word_penalty needs decoding.lexicon");
 
   check_range("joint.joint_hidden", joint.joint_hidden, 1, 65536);
   check_one_of("joint.activation", joint.activation, {"relu", "tanh", "sigmoid"});
@@ -346,6 +356,8 @@ nlohmann::ordered_json ModelConfig::to_json() const {
     j["decoding"]["beam_size"] = decoding.beam_size;
     if (!decoding.lm.empty())
       j["decoding"].update(oj{{"lm", decoding.lm}, {"lm_alpha", decoding.lm_alpha}, {"lm_beta", decoding.lm_beta}});
+    if (!decoding.lexicon.empty())
+      j["decoding"].update(oj{{"lexicon", decoding.lexicon}, {"unknown_word_penalty", decoding.unknown_word_penalty}});
   }
   j["tokenizer"] = oj{{"type", tokenizer.type}, {"model", tokenizer.model}};
   if (!labels.empty()) j["labels"] = labels;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "steno/asr/tokenizer.h"
 #include "steno/core/error.h"
 #include "steno/ops/gemm.h"
 #include "steno/ops/lstm.h"
@@ -24,6 +25,12 @@ void validate(const BeamOptions& o, int vocab_size) {
   if (o.lm)
     STENO_CHECK(o.lm->vocab_size() == vocab_size, "the LM is for {} tokens, the model has {}", o.lm->vocab_size(),
                 vocab_size);
+  STENO_CHECK(std::isfinite(o.unknown_word_penalty) && o.unknown_word_penalty >= 0,
+              "the unknown-word penalty must be finite and >= 0, got {}", o.unknown_word_penalty);
+  STENO_CHECK(o.unknown_word_penalty == 0.0 || o.lexicon != nullptr, "an unknown-word penalty needs a lexicon");
+  if (o.lexicon)
+    STENO_CHECK(o.lexicon->vocab_size() == vocab_size, "the lexicon is for {} tokens, the model has {}",
+                o.lexicon->vocab_size(), vocab_size);
 }
 
 std::optional<BeamOptions> DecodingRequest::resolve(int vocab_size) const {
@@ -57,7 +64,16 @@ std::optional<BeamOptions> DecodingRequest::resolve(const ModelConfig& model,
     if (!r.lm_alpha) r.lm_alpha = d.lm_alpha;
     if (!r.lm_beta) r.lm_beta = d.lm_beta;
   }
-  return r.resolve(model.blank_id());
+  std::optional<BeamOptions> o = r.resolve(model.blank_id());
+  if (!d.lexicon.empty()) {
+    const Tokenizer tokenizer((model_dir / model.tokenizer.model).string());
+    std::vector<std::string> pieces;
+    for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces.push_back(tokenizer.piece(id));
+    o->lexicon = std::make_shared<const Lexicon>(Lexicon::load(model_dir / d.lexicon, pieces));
+    o->unknown_word_penalty = d.unknown_word_penalty;
+    validate(*o, model.blank_id());
+  }
+  return o;
 }
 
 namespace {
@@ -84,6 +100,10 @@ struct Prefix {
   int token = -1;  // the last token; -1 at the root (no tokens)
   std::shared_ptr<Prefix> parent;
   std::vector<std::pair<int, std::weak_ptr<Prefix>>> children;  // the sequences made from this one, by token
+  // With a lexicon: the last word's letters so far, and whether some listed word begins with them (else its
+  // penalty is paid). Set when the node is made (by spell()).
+  std::string word;
+  bool word_known = true;
   // The prediction network after these tokens, while a hypothesis holds it: each sequence is stepped once.
   std::weak_ptr<const PredState> state;
   ~Prefix() { release_chain(parent); }
@@ -158,6 +178,7 @@ class ClipSearch {
     std::vector<Hyp> hyps{root};
     std::optional<Hyp> best;  // the finished hypothesis with the highest score (ties: the first finished)
     const bool use_lm = o_.lm != nullptr && o_.lm_alpha != 0.0;
+    const bool use_lexicon = o_.lexicon != nullptr;
     std::vector<double> lp(static_cast<size_t>(blank_) + 1), lpd(p_.durations.size()), lm(use_lm ? blank_ : 0);
     std::vector<int> history;
     std::vector<Hyp> merged;
@@ -207,8 +228,9 @@ class ClipSearch {
         if (use_lm) o_.lm->ln_probs(lm_history(*h.tokens, history), lm);
         for (size_t i = 0; i < n_best; ++i) {
           const int k = best_tokens_[i];
-          const double s2 = h.score + lp[static_cast<size_t>(k)] + o_.lm_beta + (use_lm ? o_.lm_alpha * lm[k] : 0.0);
           const std::shared_ptr<Prefix> tokens = extend(h.tokens, k);
+          const double s2 = h.score + lp[static_cast<size_t>(k)] + o_.lm_beta + (use_lm ? o_.lm_alpha * lm[k] : 0.0) +
+                            (use_lexicon ? spell(*h.tokens, k, *tokens) : 0.0);
           for (size_t di = 0; di < p_.durations.size(); ++di) {
             const int d = p_.durations[di];
             if (d == 0 && h.syms + 1 >= p_.max_symbols) continue;
@@ -228,10 +250,12 @@ class ClipSearch {
       // The pool: the hypotheses at later frames first, then this round's, in the order made.
       std::vector<Hyp> live;
       auto keep = [&](Hyp&& h) {
-        if (h.t < frames)
+        if (h.t < frames) {
           live.push_back(std::move(h));
-        else if (!best || h.score > best->score)
-          best = std::move(h);
+          return;
+        }
+        if (use_lexicon) h.score += word_end_score(*h.tokens);
+        if (!best || h.score > best->score) best = std::move(h);
       };
       for (Hyp& h : hyps)
         if (h.t != t0) keep(std::move(h));
@@ -269,6 +293,29 @@ class ClipSearch {
     node->parent = std::move(h.emitted);
     h.emitted = std::move(node);
     h.pending_frame = -1;
+  }
+
+  // With a lexicon: what spelling token k after `from` adds to a hypothesis's score (0 or minus the penalty), and
+  // the word state of the sequence it makes (`to`, whose token is k). A word outside the lexicon pays once: when
+  // its letters so far begin no listed word, or when it ends (a token starts the next word, or the audio ends) a
+  // prefix of listed words but not one itself.
+  double spell(const Prefix& from, int k, Prefix& to) const {
+    const Lexicon& lex = *o_.lexicon;
+    if (lex.starts_word(k)) {
+      to.word = lex.spelling(k);
+      to.word_known = lex.is_prefix(to.word);
+      return word_end_score(from) - (to.word_known ? 0.0 : o_.unknown_word_penalty);
+    }
+    to.word = from.word;
+    to.word += lex.spelling(k);
+    to.word_known = from.word_known && lex.is_prefix(to.word);
+    return from.word_known && !to.word_known ? -o_.unknown_word_penalty : 0.0;
+  }
+
+  // What ending `tokens`'s last word here adds: the penalty, if its letters begin listed words but are none.
+  double word_end_score(const Prefix& tokens) const {
+    return tokens.word_known && !tokens.word.empty() && !o_.lexicon->is_word(tokens.word) ? -o_.unknown_word_penalty
+                                                                                           : 0.0;
   }
 
   // The LM's history for `tokens`: <s> and the tokens, of which only the last order - 1 count (token_lm.h).

@@ -1,7 +1,5 @@
 #include "steno/asr/token_lm.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -9,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "gzip_text.h"
 #include "steno/core/error.h"
 
 namespace steno::asr {
@@ -17,34 +16,6 @@ namespace {
 // A decompressed ARPA file larger than this is refused: a token LM that fits a model directory is tens of MB.
 constexpr size_t kMaxArpaBytes = size_t{1} << 30;
 constexpr float kUnlistedLog10 = -100.0f;  // a token neither listed nor covered by <unk>: never chosen
-
-// The whole file, gunzipped when it is gzip (zlib reads plain files as they are).
-std::string read_all(const std::filesystem::path& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) fail(ErrorCode::kNotFound, "token LM {}: cannot open it", path.string());
-  std::string out;
-  std::error_code ec;
-  const uintmax_t stored = std::filesystem::file_size(path, ec);
-  gzbuffer(f, 1 << 20);
-  std::vector<char> buf(1 << 20);
-  int n = 0;
-  while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0) {
-    // Once zlib knows whether the file is gzip (after the first read): room for all of it, ARPA text gzipping
-    // about 4:1, so that the text is not copied as it grows.
-    if (out.empty() && !ec) out.reserve(std::min<uintmax_t>(gzdirect(f) ? stored : stored * 4, kMaxArpaBytes));
-    out.append(buf.data(), static_cast<size_t>(n));
-    if (out.size() > kMaxArpaBytes) {
-      gzclose(f);
-      fail(ErrorCode::kOutOfRange, "token LM {}: over {} MiB of ARPA text", path.string(), kMaxArpaBytes >> 20);
-    }
-  }
-  int err = Z_OK;
-  const char* msg = n < 0 ? gzerror(f, &err) : nullptr;
-  const std::string why = msg != nullptr ? msg : "";
-  gzclose(f);
-  if (n < 0) fail(ErrorCode::kDataLoss, "token LM {}: {}", path.string(), why);
-  return out;
-}
 
 // Splits on ASCII spaces and tabs only: NeMo's token characters include U+0085 and U+00A0, which other
 // definitions of white space would split on.
@@ -109,7 +80,7 @@ int64_t TokenLm::find(std::span<const int> tokens) const {
 }
 
 TokenLm TokenLm::load(const std::filesystem::path& path, int vocab_size) {
-  return parse(read_all(path), vocab_size, path.string());
+  return parse(read_text_maybe_gzip(path, kMaxArpaBytes, "token LM"), vocab_size, path.string());
 }
 
 TokenLm TokenLm::parse(std::string_view text, int vocab_size, const std::string& name) {

@@ -284,6 +284,32 @@ TEST(ModelConfig, DefaultDecoding) {
   }
 }
 
+// The lexicon and its penalty: a file of the model directory too, only with beam search, the penalty >= 0.
+TEST(ModelConfig, DefaultDecodingsLexicon) {
+  json j = json::parse(kNemoTinyConfig);
+  j["decoding"].update({{"strategy", "beam"}, {"lexicon", "words.txt.gz"}, {"unknown_word_penalty", 2.5}});
+  const ModelConfig c = ModelConfig::from_json(j);
+  EXPECT_EQ(c.decoding.lexicon, "words.txt.gz");
+  EXPECT_EQ(c.decoding.unknown_word_penalty, 2.5);
+  EXPECT_EQ(ModelConfig::parse(c.to_json().dump()), c);
+  json bad = j;
+  bad["decoding"]["lexicon"] = "../words.txt";
+  expect_error([&] { ModelConfig::from_json(bad); }, ErrorCode::kInvalidArgument,
+               {"decoding.lexicon must be a file of the model directory", "../words.txt"});
+  bad = j;
+  bad["decoding"]["unknown_word_penalty"] = -1;
+  expect_error([&] { ModelConfig::from_json(bad); }, ErrorCode::kInvalidArgument,
+               {"decoding.unknown_word_penalty must be finite and >= 0"});
+  bad = j;
+  bad["decoding"].erase("lexicon");
+  expect_error([&] { ModelConfig::from_json(bad); }, ErrorCode::kInvalidArgument,
+               {"decoding.unknown_word_penalty needs decoding.lexicon"});
+  bad = j;
+  bad["decoding"]["strategy"] = "greedy";
+  expect_error([&] { ModelConfig::from_json(bad); }, ErrorCode::kInvalidArgument,
+               {"decoding.lexicon needs decoding.strategy \"beam\""});
+}
+
 TEST(ModelConfig, NotJson) {
   expect_error([] { ModelConfig::parse("{\"encoder\": "); }, ErrorCode::kDataLoss, {"config.json: not valid JSON"});
   expect_error([] { ModelConfig::parse(""); }, ErrorCode::kDataLoss, {"not valid JSON"});

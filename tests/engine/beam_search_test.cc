@@ -1,10 +1,11 @@
 // Beam search (tdt_beam.h) over a batch: the clips are searched side by side on the pool's threads, and each
 // clip's transcript must be what it is alone (the transcripts' equality with the PyTorch reference's beam search
-// is BundledModel.*TestSet's); and how a decoding request meets the model's default decoding.
+// is BundledModel.*TestSet's); how a decoding request meets the model's default decoding; what the lexicon does.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include "steno/asr/model.h"
 #include "steno/asr/tdt_beam.h"
@@ -64,6 +65,10 @@ TEST(DecodingRequest, TheModelsDefaultAppliesToARequestThatNamesNone) {
   ASSERT_NE(by_default->lm, nullptr);
   EXPECT_EQ(by_default->lm_alpha, bundled.decoding.lm_alpha);
   EXPECT_EQ(by_default->lm_beta, bundled.decoding.lm_beta);
+  ASSERT_NE(by_default->lexicon, nullptr);
+  EXPECT_GT(by_default->lexicon->size(), 50000u);
+  EXPECT_EQ(by_default->unknown_word_penalty, bundled.decoding.unknown_word_penalty);
+  EXPECT_GT(by_default->unknown_word_penalty, 0.0);
 
   DecodingRequest tuned;
   tuned.beam_size = 3;
@@ -82,6 +87,7 @@ TEST(DecodingRequest, TheModelsDefaultAppliesToARequestThatNamesNone) {
   const std::optional<BeamOptions> b = beam_alone.resolve(bundled, kBundledDir);
   ASSERT_TRUE(b);
   EXPECT_EQ(b->lm, nullptr);
+  EXPECT_EQ(b->lexicon, nullptr);
   EXPECT_EQ(b->beam, BeamOptions{}.beam);
 
   ModelConfig greedy_model = bundled;  // a model that names no default (every converted NeMo checkpoint)
@@ -92,6 +98,36 @@ TEST(DecodingRequest, TheModelsDefaultAppliesToARequestThatNamesNone) {
   ModelConfig missing_lm = bundled;  // the default's LM must be there: no silent fall back to greedy
   missing_lm.decoding.lm = "no-such-lm.arpa.gz";
   EXPECT_THROW(none.resolve(missing_lm, kBundledDir), Error);
+  ModelConfig missing_lexicon = bundled;
+  missing_lexicon.decoding.lexicon = "no-such-words.txt";
+  EXPECT_THROW(none.resolve(missing_lexicon, kBundledDir), Error);
+}
+
+// The lexicon at work: flite's held-out voice says "monetary unit in finland", which the token LM alone spells
+// with a last word no dictionary has ("lond", a prefix of "london"); with the lexicon every word is one of its own.
+TEST(BeamSearch, TheLexiconKeepsSpellingsToItsWords) {
+  const std::vector<float> audio =
+      audio::load_audio_file(std::string(STENO_TEST_DATA) + "/testset/flite/audio/flite-test-0000004.flac").samples;
+  ops::Context ctx = ops::Context::cpu(2);
+  const auto model = AsrModel::load(kBundledDir);
+  const std::optional<BeamOptions> with = DecodingRequest{}.resolve(model->config(), kBundledDir);
+  ASSERT_TRUE(with && with->lexicon);
+  BeamOptions without = *with;
+  without.lexicon = nullptr;
+  without.unknown_word_penalty = 0.0;
+  Transcriber transcriber(model, ctx);
+  const auto words_of = [&](const BeamOptions& o) {
+    transcriber.set_beam(o);
+    std::vector<std::string> words;
+    std::istringstream in(transcriber.transcribe({audio}).front().text);
+    for (std::string w; in >> w;) words.push_back(w);
+    return words;
+  };
+  const std::vector<std::string> plain = words_of(without), listed = words_of(*with);
+  EXPECT_TRUE(std::any_of(plain.begin(), plain.end(), [&](const std::string& w) { return !with->lexicon->is_word(w); }))
+      << "the clip no longer shows what the lexicon is for: choose another";
+  ASSERT_FALSE(listed.empty());
+  for (const std::string& w : listed) EXPECT_TRUE(with->lexicon->is_word(w)) << w;
 }
 
 }  // namespace

@@ -33,12 +33,12 @@ constexpr double kMbrolaWer = 0.1482;
 constexpr double kPicoWer = 0.2941;
 constexpr double kRhvoiceWer = 0.0753;
 // The model's default decoding: beam search (4 hypotheses) with the bundled LM at the weights chosen on the
-// validation set (tools/lm/README.md).
-constexpr double kEspeakDefaultWer = 0.0471;
-constexpr double kFliteDefaultWer = 0.1731;
-constexpr double kFestivalDefaultWer = 0.1176;
+// validation set (tools/lm/README.md) and the lexicon's unknown-word penalty.
+constexpr double kEspeakDefaultWer = 0.0447;
+constexpr double kFliteDefaultWer = 0.1654;
+constexpr double kFestivalDefaultWer = 0.1200;
 constexpr double kMbrolaDefaultWer = 0.1200;
-constexpr double kPicoDefaultWer = 0.2612;
+constexpr double kPicoDefaultWer = 0.2424;
 constexpr double kRhvoiceDefaultWer = 0.0635;
 
 struct SetResult {

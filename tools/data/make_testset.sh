@@ -34,12 +34,13 @@ for set in $SETS; do du -sb "$DEST/$set/audio"; done
 [ -z "${TESTSET_DEST:-}" ] || exit 0
 # The PyTorch reference's transcripts with the bundled model, which tests/engine/bundled_model_test.cc holds the
 # C++ engine's to (python3-torch, numpy, sentencepiece): greedy, and the model's default decoding (its config.json's
-# decoding section): beam search with 4 hypotheses and the bundled token LM at its chosen weights.
+# decoding section): beam search with 4 hypotheses, the bundled token LM at its chosen weights and its lexicon.
 for set in $SETS; do
   $PY "$ROOT/tools/transcribe_ref.py" "$ROOT/models/steno-tdt-small-en" "$DEST/$set/manifest.jsonl" \
     "$DEST/$set/reference_transcripts.tsv"
   $PY "$ROOT/tools/transcribe_ref.py" "$ROOT/models/steno-tdt-small-en" "$DEST/$set/manifest.jsonl" \
     "$DEST/$set/reference_beam_lm_transcripts.tsv" --lm "$ROOT/models/steno-tdt-small-en/lm.arpa.gz" \
-    --beam 4 --alpha 0.4 --beta 0.6
+    --beam 4 --alpha 0.4 --beta 0.6 --lexicon "$ROOT/models/steno-tdt-small-en/words.txt.gz" \
+    --unknown-word-penalty 2
 done
 du -sb "$DEST"

@@ -65,10 +65,11 @@ class AverageTest(unittest.TestCase):
 
     def test_a_release_with_a_default_decoding_averages_with_an_export_without(self):
         # The release names its LM as its default decoding; a training export from it does not: same weights'
-        # meaning, so they average, and the soup keeps the first model's decoding with the LM file it names.
+        # meaning, so they average, and the soup keeps the first model's decoding with the LM and word list it names.
         with tempfile.TemporaryDirectory() as tmp:
             dirs = []
-            decodings = [{"durations": [0, 1], "strategy": "beam", "beam_size": 4, "lm": "lm.arpa.gz"},
+            decodings = [{"durations": [0, 1], "strategy": "beam", "beam_size": 4, "lm": "lm.arpa.gz",
+                          "lexicon": "words.txt.gz", "unknown_word_penalty": 2.0},
                          {"durations": [0, 1]}]
             for k, decoding in enumerate(decodings):
                 d = os.path.join(tmp, f"m{k}")
@@ -78,11 +79,13 @@ class AverageTest(unittest.TestCase):
                 open(os.path.join(d, "tokenizer.model"), "wb").write(b"tok")
                 dirs.append(d)
             open(os.path.join(dirs[0], "lm.arpa.gz"), "wb").write(b"lm")
+            open(os.path.join(dirs[0], "words.txt.gz"), "wb").write(b"words")
             out = os.path.join(tmp, "soup")
             script = os.path.join(TOOLS, "train", "average_models.py")
             subprocess.run([sys.executable, script, out, "0.5,0.5"] + dirs, check=True, capture_output=True)
             self.assertEqual(json.load(open(os.path.join(out, "config.json")))["decoding"], decodings[0])
             self.assertEqual(open(os.path.join(out, "lm.arpa.gz"), "rb").read(), b"lm")
+            self.assertEqual(open(os.path.join(out, "words.txt.gz"), "rb").read(), b"words")
             json.dump({"decoding": {"durations": [0, 2]}}, open(os.path.join(dirs[1], "config.json"), "w"))
             r = subprocess.run([sys.executable, script, out, "0.5,0.5"] + dirs, capture_output=True, text=True)
             self.assertIn("config.json differ", r.stderr)  # the durations are the weights' meaning

@@ -20,7 +20,7 @@ sys.path.insert(0, TOOLS)
 sys.path.insert(0, os.path.join(TOOLS, "lm"))
 
 import token_lm  # noqa: E402
-from steno_ref.beam import beam_tdt  # noqa: E402
+from steno_ref.beam import Lexicon, beam_tdt  # noqa: E402
 from steno_ref.model import RNNTDecoder, RNNTJoint  # noqa: E402
 
 
@@ -114,9 +114,16 @@ class TableLM:
         return self.table[history[-1]]
 
 
+def unknown_words(pieces, tokens, words):
+    """The words of a token sequence (SentencePiece's spelling) that are not in `words`."""
+    text = "".join(pieces[k] for k in tokens).replace("\u2581", " ")
+    return [w for w in text.split() if w not in words]
+
+
 @torch.no_grad()
-def exhaustive_best(m, enc, lm=None, alpha=0.0, beta=0.0):
-    """The best path's score and tokens by depth-first search over every path: what an unbounded beam finds."""
+def exhaustive_best(m, enc, lm=None, alpha=0.0, beta=0.0, leaf_cost=lambda toks: 0.0):
+    """The best path's score and tokens by depth-first search over every path: what an unbounded beam finds.
+    leaf_cost(tokens) is taken off a whole path's score."""
     blank = m.decoder.blank
     f = m.joint.enc(enc)
     T = f.shape[0]
@@ -124,6 +131,7 @@ def exhaustive_best(m, enc, lm=None, alpha=0.0, beta=0.0):
 
     def walk(t, syms, toks, state, gp, score):
         if t >= T:
+            score -= leaf_cost(toks)
             if score > best[0]:
                 best[0], best[1] = score, toks
             return
@@ -158,6 +166,34 @@ class BeamTest(unittest.TestCase):
             toks, score = beam_tdt(m, enc, lm, alpha, beta, beam=10000, token_candidates=3, prune=math.inf)
             self.assertEqual(toks, want, msg=f"seed {seed}")
             self.assertAlmostEqual(score, want_score, places=5)
+
+    def test_the_lexicon_costs_each_unknown_word_once(self):
+        # The beam search charges a word as it is spelled (its letters leave the lexicon's prefixes, or it ends a
+        # mere prefix); over a whole path that is the penalty once per word not listed, what the exhaustive
+        # search takes off each path's score at its end.
+        pieces = ["\u2581a", "b", "\u2581b"]
+        words = ["a", "abb", "bab"]
+        lexicon = Lexicon(words, pieces)
+        changed = 0
+        for seed in range(6):
+            m = tiny_model(seed)
+            enc = torch.randn(3, 8)
+            penalty = 1.5 + seed
+            want_score, want = exhaustive_best(
+                m, enc, leaf_cost=lambda toks: penalty * len(unknown_words(pieces, toks, words)))
+            toks, score = beam_tdt(m, enc, beam=10000, token_candidates=3, prune=math.inf, lexicon=lexicon,
+                                   unknown_word_penalty=penalty)
+            self.assertEqual(toks, want, msg=f"seed {seed}")
+            self.assertAlmostEqual(score, want_score, places=5)
+            changed += toks != exhaustive_best(m, enc)[1]
+        self.assertGreater(changed, 0)  # the lexicon decided some of these paths
+        self.assertEqual(lexicon.spell("", True, 0, 2.0), (0.0, "a", True))
+        self.assertEqual(lexicon.spell("a", True, 1, 2.0), (0.0, "ab", True))  # a prefix of "abb"
+        self.assertEqual(lexicon.spell("ab", True, 2, 2.0), (2.0, "b", True))  # "ab" ends unlisted
+        self.assertEqual(lexicon.spell("b", True, 1, 2.0), (2.0, "bb", False))  # no word begins "bb"
+        self.assertEqual(lexicon.spell("bb", False, 1, 2.0), (0.0, "bbb", False))  # paid already
+        self.assertEqual(lexicon.spell("bbb", False, 0, 2.0), (0.0, "a", True))
+        self.assertEqual(lexicon.spell("b", True, 0, 2.0), (2.0, "a", True))  # "b" ends a mere prefix
 
     def test_a_narrow_beam_scores_no_better_than_the_best(self):
         for seed in range(6, 10):

@@ -56,7 +56,7 @@ def average(tensor_sets, weights):
 
 
 # config.json's decoding fields that say how to decode by default, not what the weights are (docs/model-format.md).
-DEFAULT_DECODING_KEYS = ("strategy", "beam_size", "lm", "lm_alpha", "lm_beta")
+DEFAULT_DECODING_KEYS = ("strategy", "beam_size", "lm", "lm_alpha", "lm_beta", "lexicon", "unknown_word_penalty")
 
 
 def architecture(config):
@@ -88,8 +88,9 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     bf16 = {name: "BF16" for name, kind in kinds0.items() if kind == "BF16"}  # load() widened them to f32
     safetensors_io.save(os.path.join(args.out, "model.safetensors"), soup, meta0, bf16)
-    lm = configs[0].get("decoding", {}).get("lm")
-    for f in ("config.json", "tokenizer.model") + ((lm,) if lm else ()):
+    decoding = configs[0].get("decoding", {})
+    files = tuple(decoding[k] for k in ("lm", "lexicon") if decoding.get(k))  # the default decoding's files
+    for f in ("config.json", "tokenizer.model") + files:
         shutil.copy(os.path.join(args.models[0], f), args.out)
     print(f"average_models.py: {args.out} = " + " + ".join(f"{w} x {d}" for w, d in zip(weights, args.models)))
 

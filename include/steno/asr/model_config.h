@@ -123,6 +123,10 @@ struct DecodingConfig {
   int beam_size = kDefaultBeamSize;
   std::string lm;
   double lm_alpha = kDefaultLmAlpha, lm_beta = kDefaultLmBeta;
+  // A word list (a file of the model directory, "" for none: asr/lexicon.h) and what each word outside it costs a
+  // beam-search hypothesis, in the units of the scores' natural-log probabilities.
+  std::string lexicon;
+  double unknown_word_penalty = 0.0;
   bool operator==(const DecodingConfig&) const = default;
 };
 

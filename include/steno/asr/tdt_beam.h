@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "steno/asr/lexicon.h"
 #include "steno/asr/model_config.h"
 #include "steno/asr/tdt_decoder.h"
 #include "steno/asr/token_lm.h"
@@ -25,6 +26,9 @@ struct BeamOptions {
   double lm_beta = 0.0;      // added per token (offsets the LM's pull towards fewer tokens)
   double prune = 10.0;       // hypotheses trailing the best finished one by more are dropped
   std::shared_ptr<const TokenLm> lm;  // null: no LM (lm_alpha must then be 0)
+  // Words outside the lexicon cost this much each (lexicon.h says when); null: every spelling is free.
+  std::shared_ptr<const Lexicon> lexicon;
+  double unknown_word_penalty = 0.0;
 };
 
 // Checks the options against a decoder's vocabulary (the LM's must match); throws kInvalidArgument.
