@@ -20,6 +20,15 @@ void add_decoding_options(CLI::App* cmd, asr::DecodingRequest& r) {
   cmd->add_option("--lm-beta", r.lm_beta,
                   fmt::format("Score added per token with the LM (default {} with --lm, 0 without)",
                               asr::kDefaultLmBeta));
+  cmd->add_option("--lexicon", r.lexicon,
+                  "Word list (one word a line, plain or gzip; tools/lm/word_list.py makes one): beam search pays "
+                  "--unknown-word-penalty for each word outside it (implies beam search; the bundled model names "
+                  "its own)");
+  cmd->add_option("--unknown-word-penalty", r.unknown_word_penalty,
+                  fmt::format("What each word outside the lexicon costs a hypothesis, in ln-probability units "
+                              "(default {} with --lexicon)",
+                              asr::kDefaultUnknownWordPenalty))
+      ->check(CLI::NonNegativeNumber);
 }
 
 }  // namespace steno::cli

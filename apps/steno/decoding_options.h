@@ -1,5 +1,6 @@
-// How the ASR decodes: NeMo's greedy decoding (the default) or beam search, with a token LM fused or not
-// (steno/asr/tdt_beam.h). Registered on a command as --decoding, --beam-size, --lm, --lm-alpha, --lm-beta.
+// How the ASR decodes: NeMo's greedy decoding (the default) or beam search, with a token LM fused or not and a
+// lexicon or not (steno/asr/tdt_beam.h). Registered on a command as --decoding, --beam-size, --lm, --lm-alpha,
+// --lm-beta, --lexicon, --unknown-word-penalty.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -141,7 +141,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j) {
   c.decoding.lm_alpha = dco.number("lm_alpha", kDefaultLmAlpha);
   c.decoding.lm_beta = dco.number("lm_beta", kDefaultLmBeta);
   c.decoding.lexicon = dco.string("lexicon", "");
-  c.decoding.unknown_word_penalty = dco.number("unknown_word_penalty", 0.0);
+  c.decoding.unknown_word_penalty = dco.number("unknown_word_penalty", kDefaultUnknownWordPenalty);
   dco.warn_unknown();
 
   Section jnt(top.find("joint"), "joint.");
@@ -276,8 +276,6 @@ void ModelConfig::validate() const {
     bad("decoding.lm_alpha and decoding.lm_beta must be finite");
   if (!std::isfinite(decoding.unknown_word_penalty) || decoding.unknown_word_penalty < 0)
     bad("decoding.unknown_word_penalty must be finite and >= 0, got {}", decoding.unknown_word_penalty);
-  if (decoding.unknown_word_penalty != 0 && decoding.lexicon.empty())
-    bad("decoding.unknown_word_penalty needs decoding.lexicon");
 
   check_range("joint.joint_hidden", joint.joint_hidden, 1, 65536);
   check_one_of("joint.activation", joint.activation, {"relu", "tanh", "sigmoid"});

@@ -34,11 +34,17 @@ void validate(const BeamOptions& o, int vocab_size) {
 }
 
 std::optional<BeamOptions> DecodingRequest::resolve(int vocab_size) const {
+  STENO_CHECK(lexicon.empty(), "a lexicon needs the model's tokenizer: resolve the request with the model");
+  return resolve_tokens(vocab_size);
+}
+
+std::optional<BeamOptions> DecodingRequest::resolve_tokens(int vocab_size) const {
   STENO_CHECK(decoding.empty() || decoding == "greedy" || decoding == "beam", "decoding must be greedy or beam, got '{}'",
               decoding);
-  const bool beam_search = decoding == "beam" || (decoding.empty() && !lm.empty());
+  const bool beam_search = decoding == "beam" || (decoding.empty() && (!lm.empty() || !lexicon.empty()));
   if (!beam_search) {
     STENO_CHECK(lm.empty() && !lm_alpha && !lm_beta, "an LM and its weights need beam decoding (--decoding beam)");
+    STENO_CHECK(lexicon.empty() && !unknown_word_penalty, "a lexicon needs beam decoding (--decoding beam)");
     return std::nullopt;
   }
   STENO_CHECK(beam_size >= 0, "beam size must be in 1..256, got {}", beam_size);
@@ -55,22 +61,29 @@ std::optional<BeamOptions> DecodingRequest::resolve(int vocab_size) const {
 std::optional<BeamOptions> DecodingRequest::resolve(const ModelConfig& model,
                                                     const std::filesystem::path& model_dir) const {
   const DecodingConfig& d = model.decoding;
-  if (!decoding.empty() || !lm.empty() || d.strategy != "beam") return resolve(model.blank_id());
   DecodingRequest r = *this;
-  r.decoding = "beam";
-  if (r.beam_size == 0) r.beam_size = d.beam_size;
-  if (!d.lm.empty()) {
-    r.lm = (model_dir / d.lm).string();
-    if (!r.lm_alpha) r.lm_alpha = d.lm_alpha;
-    if (!r.lm_beta) r.lm_beta = d.lm_beta;
+  const bool model_default = decoding.empty() && lm.empty() && d.strategy == "beam";
+  if (model_default) {
+    r.decoding = "beam";
+    if (r.beam_size == 0) r.beam_size = d.beam_size;
+    if (!d.lm.empty()) {
+      r.lm = (model_dir / d.lm).string();
+      if (!r.lm_alpha) r.lm_alpha = d.lm_alpha;
+      if (!r.lm_beta) r.lm_beta = d.lm_beta;
+    }
+    if (r.lexicon.empty() && !d.lexicon.empty()) {
+      r.lexicon = (model_dir / d.lexicon).string();
+      if (!r.unknown_word_penalty) r.unknown_word_penalty = d.unknown_word_penalty;
+    }
   }
-  std::optional<BeamOptions> o = r.resolve(model.blank_id());
-  if (!d.lexicon.empty()) {
+  std::optional<BeamOptions> o = r.resolve_tokens(model.blank_id());
+  STENO_CHECK(!r.unknown_word_penalty || !r.lexicon.empty(), "an unknown-word penalty needs a lexicon (--lexicon)");
+  if (!r.lexicon.empty()) {
     const Tokenizer tokenizer((model_dir / model.tokenizer.model).string());
     std::vector<std::string> pieces;
     for (int id = 0; id < tokenizer.vocab_size(); ++id) pieces.push_back(tokenizer.piece(id));
-    o->lexicon = std::make_shared<const Lexicon>(Lexicon::load(model_dir / d.lexicon, pieces));
-    o->unknown_word_penalty = d.unknown_word_penalty;
+    o->lexicon = std::make_shared<const Lexicon>(Lexicon::load(r.lexicon, pieces));
+    o->unknown_word_penalty = r.unknown_word_penalty.value_or(kDefaultUnknownWordPenalty);
     validate(*o, model.blank_id());
   }
   return o;

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -43,6 +44,8 @@ asr::DecodingRequest ModelConfig::decoding_request() const {
     r.lm_alpha = lm_alpha;
     r.lm_beta = lm_beta;
   }
+  r.lexicon = lexicon;
+  if (!lexicon.empty()) r.unknown_word_penalty = unknown_word_penalty;
   return r;
 }
 
@@ -114,6 +117,9 @@ void validate_model(const ModelConfig& m) {
   STENO_CHECK(m.beam_size >= 0 && m.beam_size <= 256, "beam_size must be in 1..256 (0: the model's), got {}",
               m.beam_size);
   STENO_CHECK(m.decoding != "greedy" || m.lm.empty(), "lm needs decoding beam (decoding is greedy)");
+  STENO_CHECK(m.decoding != "greedy" || m.lexicon.empty(), "lexicon needs decoding beam (decoding is greedy)");
+  STENO_CHECK(std::isfinite(m.unknown_word_penalty) && m.unknown_word_penalty >= 0,
+              "unknown_word_penalty must be finite and >= 0, got {}", m.unknown_word_penalty);
   const Device device = m.parsed_device();  // throws naming the text (the whole list is parsed)
   const DType dtype = m.compute_dtype();
   STENO_CHECK(dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16,

@@ -292,6 +292,13 @@ std::vector<Option> make_options() {
   t.push_back(bind(dec, {"lm-alpha", {}, "A", "Weight of the LM's log probability (with lm)"},
                    STENO_FIELD(model.lm_alpha)));
   t.push_back(bind(dec, {"lm-beta", {}, "B", "Score added per token (with lm)"}, STENO_FIELD(model.lm_beta)));
+  t.push_back(bind(dec, {"lexicon", {}, "FILE", "Word list (one word a line, plain or gzip): beam search pays "
+                                                "unknown-word-penalty for each word outside it (the bundled model "
+                                                "names its own)"},
+                   STENO_FIELD(model.lexicon)));
+  t.push_back(bind(dec, {"unknown-word-penalty", {}, "P", "What each word outside the lexicon costs a hypothesis "
+                                                          "(with lexicon)"},
+                   STENO_FIELD(model.unknown_word_penalty)));
 
   const std::string exec = "Executors";
   t.push_back(bind(exec, {"share", {}, "MODE", "How the executors share the device: lanes (threads over one weight "

@@ -301,9 +301,8 @@ TEST(ModelConfig, DefaultDecodingsLexicon) {
   expect_error([&] { ModelConfig::from_json(bad); }, ErrorCode::kInvalidArgument,
                {"decoding.unknown_word_penalty must be finite and >= 0"});
   bad = j;
-  bad["decoding"].erase("lexicon");
-  expect_error([&] { ModelConfig::from_json(bad); }, ErrorCode::kInvalidArgument,
-               {"decoding.unknown_word_penalty needs decoding.lexicon"});
+  bad["decoding"].erase("unknown_word_penalty");
+  EXPECT_EQ(ModelConfig::from_json(bad).decoding.unknown_word_penalty, kDefaultUnknownWordPenalty);
   bad = j;
   bad["decoding"]["strategy"] = "greedy";
   expect_error([&] { ModelConfig::from_json(bad); }, ErrorCode::kInvalidArgument,

@@ -52,6 +52,15 @@ TEST(BeamSearch, ABatchOfClipsDecodesAsEachClipAlone) {
   }
 }
 
+// The model's config with no default decoding named, as every converted NeMo checkpoint has.
+ModelConfig greedy_model_of(const ModelConfig& model) {
+  ModelConfig greedy = model;
+  greedy.decoding = DecodingConfig{};
+  greedy.decoding.durations = model.decoding.durations;
+  greedy.decoding.max_symbols = model.decoding.max_symbols;
+  return greedy;
+}
+
 // A request naming no decoding gets the model's default (config.json decoding.strategy): the bundled model's is
 // beam search with its own LM; the request's beam size and LM weights replace the model's, and a request for
 // greedy decoding or for another LM sets the default aside.
@@ -90,14 +99,35 @@ TEST(DecodingRequest, TheModelsDefaultAppliesToARequestThatNamesNone) {
   EXPECT_EQ(b->lexicon, nullptr);
   EXPECT_EQ(b->beam, BeamOptions{}.beam);
 
-  ModelConfig greedy_model = bundled;  // a model that names no default (every converted NeMo checkpoint)
-  greedy_model.decoding = DecodingConfig{bundled.decoding.durations, bundled.decoding.max_symbols};
+  const ModelConfig greedy_model = greedy_model_of(bundled);
   EXPECT_FALSE(none.resolve(greedy_model, kBundledDir));
   EXPECT_THROW(tuned.resolve(greedy_model, kBundledDir), Error);  // LM weights without an LM
 
   ModelConfig missing_lm = bundled;  // the default's LM must be there: no silent fall back to greedy
   missing_lm.decoding.lm = "no-such-lm.arpa.gz";
   EXPECT_THROW(none.resolve(missing_lm, kBundledDir), Error);
+  DecodingRequest own_lexicon;  // a request's lexicon replaces the model's, at the default penalty unless given
+  own_lexicon.lexicon = (fs::path(STENO_TEST_DATA) / "lm" / "words.txt").string();
+  const std::optional<BeamOptions> own = own_lexicon.resolve(bundled, kBundledDir);
+  ASSERT_TRUE(own && own->lexicon && own->lm);
+  EXPECT_EQ(own->lexicon->size(), 3u);
+  EXPECT_EQ(own->unknown_word_penalty, kDefaultUnknownWordPenalty);
+  DecodingRequest lexicon_alone = own_lexicon;  // implies beam search, as an LM does, without the model's LM
+  lexicon_alone.decoding = "";
+  lexicon_alone.unknown_word_penalty = 5.0;
+  const std::optional<BeamOptions> alone = lexicon_alone.resolve(greedy_model_of(bundled), kBundledDir);
+  ASSERT_TRUE(alone && alone->lexicon);
+  EXPECT_EQ(alone->lm, nullptr);
+  EXPECT_EQ(alone->unknown_word_penalty, 5.0);
+  DecodingRequest greedy_lexicon = own_lexicon;
+  greedy_lexicon.decoding = "greedy";
+  EXPECT_THROW(greedy_lexicon.resolve(bundled, kBundledDir), Error);
+  DecodingRequest penalty_alone;
+  penalty_alone.decoding = "beam";
+  penalty_alone.unknown_word_penalty = 1.0;
+  EXPECT_THROW(penalty_alone.resolve(greedy_model_of(bundled), kBundledDir), Error);
+  EXPECT_THROW(own_lexicon.resolve(bundled.decoder.vocab_size), Error);  // no tokenizer: no lexicon
+
   ModelConfig missing_lexicon = bundled;
   missing_lexicon.decoding.lexicon = "no-such-words.txt";
   EXPECT_THROW(none.resolve(missing_lexicon, kBundledDir), Error);

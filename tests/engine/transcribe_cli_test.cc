@@ -167,6 +167,10 @@ TEST_F(TranscribeCli, DecodingOptionsThatDoNotFitAreRefused) {
       {"--lm " + tmp_.string() + "/absent.arpa", "cannot open"},
       // nemo-tiny has 128 tokens; the bundled LM is for the bundled model's 256.
       {"--lm " + bundled_lm, "is not a token of this model"},
+      {"--decoding greedy --lexicon " + bundled_lm, "a lexicon needs beam decoding"},
+      {"--decoding beam --unknown-word-penalty 3", "needs a lexicon"},
+      {"--lexicon " + tmp_.string() + "/absent.txt", "cannot open"},
+      {"--lexicon " + write("two.txt", "two words\n"), "one word"},
   };
   for (const auto& c : cases) {
     const RunResult r = run("transcribe --model " + model_ + " " + c.args + " " + clip);
@@ -176,6 +180,10 @@ TEST_F(TranscribeCli, DecodingOptionsThatDoNotFitAreRefused) {
   // Beam search without an LM runs on any model (its transcripts are checked on the bundled model's test sets).
   const RunResult beam = run("transcribe --decoding beam --beam-size 2 --model " + model_ + " " + clip);
   EXPECT_EQ(beam.exit_code, 0) << beam.out;
+  // So does a lexicon, which implies beam search as an LM does.
+  const RunResult lexicon = run("transcribe --lexicon " + write("words.txt", "the\nworld\n") + " --model " + model_ +
+                                " " + clip);
+  EXPECT_EQ(lexicon.exit_code, 0) << lexicon.out;
 }
 
 TEST_F(TranscribeCli, TruncatedFileIsTranscribedWithAWarning) {

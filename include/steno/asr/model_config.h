@@ -112,6 +112,8 @@ struct JointConfig {
 // LM weights chosen on the bundled model's validation set (tools/lm/README.md).
 inline constexpr int kDefaultBeamSize = 8;
 inline constexpr double kDefaultLmAlpha = 0.4, kDefaultLmBeta = 0.6;
+// What a word outside a lexicon costs a hypothesis, chosen likewise (tools/lm/README.md).
+inline constexpr double kDefaultUnknownWordPenalty = 2.0;
 
 struct DecodingConfig {
   std::vector<int> durations;  // TDT durations, strictly increasing, >= 0 (required)
@@ -126,7 +128,7 @@ struct DecodingConfig {
   // A word list (a file of the model directory, "" for none: asr/lexicon.h) and what each word outside it costs a
   // beam-search hypothesis, in the units of the scores' natural-log probabilities.
   std::string lexicon;
-  double unknown_word_penalty = 0.0;
+  double unknown_word_penalty = kDefaultUnknownWordPenalty;
   bool operator==(const DecodingConfig&) const = default;
 };
 

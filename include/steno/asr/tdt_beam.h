@@ -35,20 +35,29 @@ struct BeamOptions {
 void validate(const BeamOptions& options, int vocab_size);
 
 // How a user asks for decoding (steno transcribe's flags, steno serve's settings): "greedy" or "beam" (empty: beam
-// when an LM is given), the beam size (0: the model's, else 8), an LM file and its weights (unset: alpha 0.4 and
-// beta 0.6 with an LM, the bundled model's chosen weights; none without). Gives the beam settings, the LM loaded for
-// the model's tokens, or nullopt for greedy decoding; options that contradict each other throw naming them.
+// when an LM or a lexicon is given), the beam size (0: the model's, else 8), an LM file and its weights (unset:
+// alpha 0.4 and beta 0.6 with an LM, the bundled model's chosen weights; none without), a lexicon (a word list) and
+// its unknown-word penalty (unset: 2 with a lexicon). Gives the beam settings, the LM and lexicon loaded for the
+// model's tokens, or nullopt for greedy decoding; options that contradict each other throw naming them.
 struct DecodingRequest {
   std::string decoding;
   int beam_size = 0;
   std::string lm;
   std::optional<double> lm_alpha, lm_beta;
+  std::string lexicon;
+  std::optional<double> unknown_word_penalty;
   // A request that names neither a decoding nor an LM gets the model's default (config.decoding.strategy: the
-  // bundled model's is beam search with its LM), with this request's beam size and LM weights where it gives
-  // them; the default's LM is a file of model_dir.
+  // bundled model's is beam search with its LM and lexicon), with this request's beam size, LM weights, lexicon
+  // and penalty where it gives them; the default's files are the model directory's. A lexicon needs the model's
+  // tokenizer (its pieces' letters), which this reads from model_dir.
   std::optional<BeamOptions> resolve(const ModelConfig& model, const std::filesystem::path& model_dir) const;
-  // The request alone, for a model of vocab_size tokens whose default is greedy decoding.
+  // The request alone, for a model of vocab_size tokens whose default is greedy decoding; no lexicon (it needs the
+  // tokenizer: the overload above).
   std::optional<BeamOptions> resolve(int vocab_size) const;
+
+ private:
+  // The tokens' part (decoding, beam size, LM) of either: what needs no tokenizer.
+  std::optional<BeamOptions> resolve_tokens(int vocab_size) const;
 };
 
 // Beam-decodes each clip of `encoded` [B, T, d_model] (f32, CPU) up to its length, the clips side by side on

@@ -56,6 +56,8 @@ struct ModelConfig {
   int beam_size = 0;  // 0: the model's default (config.json decoding.beam_size), else 8
   std::string lm;
   double lm_alpha = asr::kDefaultLmAlpha, lm_beta = asr::kDefaultLmBeta;
+  std::string lexicon;  // a word list; its penalty applies when there is one
+  double unknown_word_penalty = asr::kDefaultUnknownWordPenalty;
   asr::DecodingRequest decoding_request() const;
   // Executors.
   ShareMode share = ShareMode::kLanes;

@@ -76,6 +76,9 @@ std::vector<std::string> worker_arguments(const WorkerFleetConfig& config, int w
   if (!d.lm.empty()) args.insert(args.end(), {"--lm", d.lm});
   if (d.lm_alpha) args.insert(args.end(), {"--lm-alpha", fmt::format("{}", *d.lm_alpha)});  // shortest exact form
   if (d.lm_beta) args.insert(args.end(), {"--lm-beta", fmt::format("{}", *d.lm_beta)});
+  if (!d.lexicon.empty()) args.insert(args.end(), {"--lexicon", d.lexicon});
+  if (d.unknown_word_penalty)
+    args.insert(args.end(), {"--unknown-word-penalty", fmt::format("{}", *d.unknown_word_penalty)});
   if (weights.role == WeightsRole::kExport) args.push_back("--export-weights");
   if (weights.role == WeightsRole::kImport)
     args.insert(args.end(), {"--import-weights-fd", std::to_string(kWorkerWeightsFd)});

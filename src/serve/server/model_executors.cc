@@ -201,8 +201,11 @@ BuiltModel build_model(const ServeConfig& config) {
   // The decoding can come from the model's config.json, not the command line: say which it is.
   const std::string& shown = m.name.empty() ? m.dir : m.name;
   if (beam)
-    spdlog::info("{}: beam search, {} hypotheses{}", shown, beam->beam,
-                 beam->lm ? fmt::format(", token LM (alpha {}, beta {})", beam->lm_alpha, beam->lm_beta) : "");
+    spdlog::info("{}: beam search, {} hypotheses{}{}", shown, beam->beam,
+                 beam->lm ? fmt::format(", token LM (alpha {}, beta {})", beam->lm_alpha, beam->lm_beta) : "",
+                 beam->lexicon ? fmt::format(", lexicon of {} words (penalty {})", beam->lexicon->size(),
+                                             beam->unknown_word_penalty)
+                               : "");
   else
     spdlog::info("{}: greedy decoding", shown);
   for (size_t g = 0; g < spec.devices.size(); ++g) {

@@ -53,18 +53,23 @@ TEST(WorkerArguments, CarryTheDecodingSettings) {
   WorkerFleetConfig config;
   config.command.model_dir = "/models/m";
   const auto greedy = worker_arguments(config, 0);
-  for (const char* flag : {"--decoding", "--beam-size", "--lm", "--lm-alpha", "--lm-beta"})
+  for (const char* flag :
+       {"--decoding", "--beam-size", "--lm", "--lm-alpha", "--lm-beta", "--lexicon", "--unknown-word-penalty"})
     EXPECT_EQ(std::count(greedy.begin(), greedy.end(), flag), 0) << flag;
 
   config.command.decoding.lm = "/models/m/lm.arpa.gz";
   config.command.decoding.beam_size = 12;
   config.command.decoding.lm_alpha = 0.1 + 0.2;  // not 0.3: the worker must get the same double
   config.command.decoding.lm_beta = 0.6;
+  config.command.decoding.lexicon = "/models/m/words.txt.gz";
+  config.command.decoding.unknown_word_penalty = 2.5;
   const auto beam = worker_arguments(config, 0);
   EXPECT_EQ(std::count(beam.begin(), beam.end(), "--decoding"), 0);  // beam follows from the LM, as in the CLI
   EXPECT_TRUE(has_pair(beam, "--lm", "/models/m/lm.arpa.gz"));
   EXPECT_TRUE(has_pair(beam, "--beam-size", "12"));
   EXPECT_TRUE(has_pair(beam, "--lm-beta", "0.6"));
+  EXPECT_TRUE(has_pair(beam, "--lexicon", "/models/m/words.txt.gz"));
+  EXPECT_TRUE(has_pair(beam, "--unknown-word-penalty", "2.5"));
   const auto alpha = std::find(beam.begin(), beam.end(), "--lm-alpha");
   ASSERT_NE(alpha, beam.end());
   EXPECT_EQ(std::stod(*(alpha + 1)), 0.1 + 0.2);

@@ -70,26 +70,28 @@ std::string reference_transcript(const fs::path& tsv, const std::string& clip) {
 }
 
 // `steno serve` decodes the bundled model as `steno transcribe` does: by default with the model's own decoding
-// (beam search, 4 hypotheses, its LM), in lanes and in worker processes (which resolve it themselves), and so with
-// the same settings given as flags. The clip is one whose transcript the LM changes, so that greedy decoding cannot
-// pass.
+// (beam search, 4 hypotheses, its LM and lexicon), in lanes and in worker processes (which resolve it themselves),
+// and so with the same settings given as flags. The clip is one whose transcript only the lexicon mends (greedy
+// decoding and the LM alone say "decellation" for "desolation"), so that neither can pass.
 class ServeBeam : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
 
 TEST_P(ServeBeam, DecodesAsTranscribeDoes) {
   const auto [share, flags] = GetParam();
   const fs::path dir = fs::temp_directory_path() / ("steno-http-beam-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  const std::string lm = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en/lm.arpa.gz";
+  const std::string model = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en/";
   std::string args = std::string("--port 0 --share ") + share + " " + flags;
-  if (const size_t at = args.find("LM"); at != std::string::npos) args.replace(at, 2, lm);
+  for (const auto& [name, file] : {std::pair{"LM", "lm.arpa.gz"}, std::pair{"WORDS", "words.txt.gz"}})
+    if (const size_t at = args.find(name); at != std::string::npos)
+      args.replace(at, std::string_view(name).size(), model + file);
   const int port = start_serve(dir, args);
   ASSERT_GT(port, 0) << slurp(dir / "log");
   const fs::path set = fs::path(STENO_TEST_DATA) / "testset/festival";
-  const std::string clip = "audio/festival-test-0000002.flac";
+  const std::string clip = "audio/festival-test-0000076.flac";
   const std::string beam = reference_transcript(set / "reference_beam_lm_transcripts.tsv", clip);
   const std::string greedy = reference_transcript(set / "reference_transcripts.tsv", clip);
   ASSERT_FALSE(beam.empty());
-  ASSERT_NE(beam, greedy) << "pick a clip whose transcript the LM changes";
+  ASSERT_NE(beam, greedy) << "pick a clip whose transcript the lexicon changes";
   const CurlResult r =
       curl(static_cast<uint16_t>(port), "/v1/audio/transcriptions", "-F 'file=@" + (set / clip).string() + "'");
   EXPECT_EQ(r.status, 200) << r.body;
@@ -101,7 +103,7 @@ TEST_P(ServeBeam, DecodesAsTranscribeDoes) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, ServeBeam,
                          ::testing::Values(std::pair{"lanes", ""}, std::pair{"processes", ""},
-                                           std::pair{"processes", "--lm LM --beam-size 4"}));
+                                           std::pair{"processes", "--lm LM --beam-size 4 --lexicon WORDS"}));
 
 TEST(ServeCli, ServesThenDrainsOnSigterm) {
   const fs::path dir = fs::temp_directory_path() / ("steno-http-test-" + std::to_string(getpid()));
