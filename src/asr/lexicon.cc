@@ -8,14 +8,16 @@
 namespace steno::asr {
 namespace {
 
-// A word list that fits a model directory is hundreds of KB; English has under a million words of 64 bytes.
+// A bound on what an untrusted list may make us hold: a real one is hundreds of KB (the bundled model's, 55,160
+// words, 0.5 MB of text).
 constexpr size_t kMaxListBytes = size_t{64} << 20;
 // Longer than any word of a dictionary (the corpus's longest, a chemical name, is 78 bytes).
 constexpr size_t kMaxWordBytes = 256;
 constexpr std::string_view kWordStart = "\xe2\x96\x81";  // U+2581, SentencePiece's word boundary
 
 bool has_space(std::string_view w) {
-  return std::any_of(w.begin(), w.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; });
+  return std::any_of(w.begin(), w.end(),
+                     [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; });
 }
 
 }  // namespace
@@ -36,8 +38,8 @@ Lexicon Lexicon::parse(std::string_view text, std::span<const std::string> piece
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
     if (line.size() > kMaxWordBytes || has_space(line))
-      fail(ErrorCode::kDataLoss, "word list {}, line {}: one word of at most {} bytes per line, got '{}'", name, line_no,
-           kMaxWordBytes, std::string(line.substr(0, kMaxWordBytes)));
+      fail(ErrorCode::kDataLoss, "word list {}, line {}: one word of at most {} bytes per line, got '{}'", name,
+           line_no, kMaxWordBytes, std::string(line.substr(0, kMaxWordBytes)));
     lex.words_.emplace_back(line);
   }
   if (lex.words_.empty()) fail(ErrorCode::kDataLoss, "word list {}: no words", name);

@@ -114,7 +114,7 @@ struct Prefix {
   std::shared_ptr<Prefix> parent;
   std::vector<std::pair<int, std::weak_ptr<Prefix>>> children;  // the sequences made from this one, by token
   // With a lexicon: the last word's letters so far, and whether some listed word begins with them (else its
-  // penalty is paid). Set when the node is made (by spell()).
+  // penalty is paid). Written by spell() whenever an expansion makes or reaches the node (the same values each time).
   std::string word;
   bool word_known = true;
   // The prediction network after these tokens, while a hypothesis holds it: each sequence is stepped once.
