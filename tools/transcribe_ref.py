@@ -31,12 +31,7 @@ from steno_ref.run import int16_to_float, run_batch  # noqa: E402
 from steno_ref.beam import Lexicon, beam_tdt  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lm"))
 from token_lm import Arpa  # noqa: E402
-
-
-def read_words(path):
-    import gzip
-    with (gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")) as f:
-        return [w for w in (line.rstrip("\r\n") for line in f) if w]
+from word_list import read_words  # noqa: E402
 
 
 def read_audio(path):

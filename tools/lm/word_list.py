@@ -27,6 +27,13 @@ def word_list(rows):
     return sorted({w for split, _, speak in rows if split == "train" for w in normalize(transcript(speak)).split()})
 
 
+def read_words(path):
+    """A word list as written here (or any: one word a line, .gz allowed), blank lines skipped."""
+    import gzip
+    with (gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")) as f:
+        return [w for w in (line.rstrip("\r\n") for line in f) if w]
+
+
 def write_words(words, out):
     with open_text_for_writing(out) as f:
         f.writelines(w + "\n" for w in words)
