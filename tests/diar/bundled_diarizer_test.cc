@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr double kDerPercent = 5.78;    // steno der --collar 0.25 on the ten conversations (the closing note)
-constexpr double kCpWerPercent = 23.96;  // steno transcribe --diarize (the ASR model's default decoding), scored here
+constexpr double kCpWerPercent = 24.39;  // steno transcribe --diarize (the ASR model's default decoding), scored here
 
 const fs::path kSet = fs::path(STENO_TEST_DATA) / "diar-testset";
 

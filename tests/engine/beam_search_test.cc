@@ -133,11 +133,11 @@ TEST(DecodingRequest, TheModelsDefaultAppliesToARequestThatNamesNone) {
   EXPECT_THROW(none.resolve(missing_lexicon, kBundledDir), Error);
 }
 
-// The lexicon at work: flite's held-out voice says "monetary unit in finland", which the token LM alone spells
-// with a last word no dictionary has ("lond", a prefix of "london"); with the lexicon every word is one of its own.
+// The lexicon at work: flite says "bleakness desolation plastic forks", which the token LM alone begins with a
+// word no dictionary has ("leakness"); with the lexicon every word is one of its own.
 TEST(BeamSearch, TheLexiconKeepsSpellingsToItsWords) {
   const std::vector<float> audio =
-      audio::load_audio_file(std::string(STENO_TEST_DATA) + "/testset/flite/audio/flite-test-0000004.flac").samples;
+      audio::load_audio_file(std::string(STENO_TEST_DATA) + "/testset/flite/audio/flite-test-0000036.flac").samples;
   ops::Context ctx = ops::Context::cpu(2);
   const auto model = AsrModel::load(kBundledDir);
   const std::optional<BeamOptions> with = DecodingRequest{}.resolve(model->config(), kBundledDir);

@@ -26,20 +26,20 @@ namespace {
 namespace fs = std::filesystem;
 
 // Measured for the committed model with this test's own computation (see the README's "Bundled model"). Greedy:
-constexpr double kEspeakWer = 0.0635;
-constexpr double kFliteWer = 0.1654;
-constexpr double kFestivalWer = 0.1812;
-constexpr double kMbrolaWer = 0.1482;
-constexpr double kPicoWer = 0.2941;
-constexpr double kRhvoiceWer = 0.0753;
+constexpr double kEspeakWer = 0.0471;
+constexpr double kFliteWer = 0.1500;
+constexpr double kFestivalWer = 0.1718;
+constexpr double kMbrolaWer = 0.1412;
+constexpr double kPicoWer = 0.2729;
+constexpr double kRhvoiceWer = 0.0729;
 // The model's default decoding: beam search (4 hypotheses) with the bundled LM at the weights chosen on the
 // validation set (tools/lm/README.md) and the lexicon's unknown-word penalty.
-constexpr double kEspeakDefaultWer = 0.0447;
-constexpr double kFliteDefaultWer = 0.1654;
-constexpr double kFestivalDefaultWer = 0.1200;
-constexpr double kMbrolaDefaultWer = 0.1200;
-constexpr double kPicoDefaultWer = 0.2424;
-constexpr double kRhvoiceDefaultWer = 0.0635;
+constexpr double kEspeakDefaultWer = 0.0424;
+constexpr double kFliteDefaultWer = 0.1308;
+constexpr double kFestivalDefaultWer = 0.1294;
+constexpr double kMbrolaDefaultWer = 0.1153;
+constexpr double kPicoDefaultWer = 0.2329;
+constexpr double kRhvoiceDefaultWer = 0.0612;
 
 struct SetResult {
   std::map<std::string, std::string> hypotheses;  // audio_filepath -> text

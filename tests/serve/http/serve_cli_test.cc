@@ -72,11 +72,19 @@ std::string reference_transcript(const fs::path& tsv, const std::string& clip) {
 // `steno serve` decodes the bundled model as `steno transcribe` does: by default with the model's own decoding
 // (beam search, 4 hypotheses, its LM and lexicon), in lanes and in worker processes (which resolve it themselves),
 // and so with the same settings given as flags. The clip is one whose transcript only the lexicon mends (greedy
-// decoding and the LM alone say "decellation" for "desolation"), so that neither can pass.
+// decoding says "answerfore" for "answer for", the LM alone "mistancer" for "must answer"), so that neither can
+// pass.
 class ServeBeam : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
 
 TEST_P(ServeBeam, DecodesAsTranscribeDoes) {
   const auto [share, flags] = GetParam();
+  // The clip's premise first: a failed assertion after the server starts would leave it running.
+  const fs::path set = fs::path(STENO_TEST_DATA) / "testset/festival";
+  const std::string clip = "audio/festival-test-0000011.flac";
+  const std::string beam = reference_transcript(set / "reference_beam_lm_transcripts.tsv", clip);
+  const std::string greedy = reference_transcript(set / "reference_transcripts.tsv", clip);
+  ASSERT_FALSE(beam.empty());
+  ASSERT_NE(beam, greedy) << "pick a clip whose transcript the lexicon changes";
   const fs::path dir = fs::temp_directory_path() / ("steno-http-beam-test-" + std::to_string(getpid()));
   fs::create_directories(dir);
   const std::string model = std::string(STENO_SOURCE_DIR) + "/models/steno-tdt-small-en/";
@@ -86,12 +94,6 @@ TEST_P(ServeBeam, DecodesAsTranscribeDoes) {
       args.replace(at, std::string_view(name).size(), model + file);
   const int port = start_serve(dir, args);
   ASSERT_GT(port, 0) << slurp(dir / "log");
-  const fs::path set = fs::path(STENO_TEST_DATA) / "testset/festival";
-  const std::string clip = "audio/festival-test-0000076.flac";
-  const std::string beam = reference_transcript(set / "reference_beam_lm_transcripts.tsv", clip);
-  const std::string greedy = reference_transcript(set / "reference_transcripts.tsv", clip);
-  ASSERT_FALSE(beam.empty());
-  ASSERT_NE(beam, greedy) << "pick a clip whose transcript the lexicon changes";
   const CurlResult r =
       curl(static_cast<uint16_t>(port), "/v1/audio/transcriptions", "-F 'file=@" + (set / clip).string() + "'");
   EXPECT_EQ(r.status, 200) << r.body;
